@@ -1,0 +1,506 @@
+"""Build a scenario: ``DIR/repo`` (the agent's checkout), ``DIR/host`` (the machine), truth and alert.
+
+The repo is a real git repository of the minisglang stack. Identities and dates are fixed, so
+the same spec gives the same SHAs on every machine. The known-good point is reached with a real
+``git pull origin main`` and the later commits arrive with another one, so the reflog says
+``pull origin main: Fast-forward`` exactly like the seeds. Everything is built in a sibling temp
+dir and renamed into place: a failure leaves nothing half-built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from evals.lab.recipes import KERNELS, SITES, STACK_PKG, TEMPLATES, harmless_block, insert_at_site, strip_markers
+from evals.lab.spec import Commit, Edit, Scenario
+
+LAB_DIR = Path(__file__).parent
+STACK_DIR = LAB_DIR / "stack"
+RUNTIME_DIR = LAB_DIR / "runtime"
+UPSTREAM_URL = "https://github.com/minisglang/minisglang.git"
+EXECUTABLE = {"scripts/launch_server.sh"}
+
+
+class LabError(RuntimeError):
+    """A build that cannot proceed (target not empty, git failed)."""
+
+
+@dataclass
+class Change:
+    """A change after (or at) the good point, as the scorer sees it."""
+
+    id: str | None
+    kind: str  # commit | uncommitted | env | dependency | hardware | config
+    ref: str
+    summary: str
+    effect: str | None = None
+
+
+@dataclass
+class BuildResult:
+    root: Path
+    repo: Path
+    host: Path
+    good_sha: str
+    head_sha: str
+    pre_pull_sha: str | None
+    changes: list[Change] = field(default_factory=list)
+    truth: dict = field(default_factory=dict)
+    alert: dict = field(default_factory=dict)
+
+
+def _read_stack() -> dict[str, str]:
+    return {
+        str(p.relative_to(STACK_DIR)): p.read_text()
+        for p in sorted(STACK_DIR.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+class _Git:
+    """git with a pinned identity, clock and config: the source of deterministic SHAs."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def __call__(self, *args: str, when: datetime | None = None, author: str | None = None) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        name, _, email = (author or "Lab Builder <lab@minisglang.example>").partition(" <")
+        stamp = (when or datetime(2026, 1, 1)).isoformat()
+        env.update(
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_AUTHOR_NAME=name,
+            GIT_AUTHOR_EMAIL=email.rstrip(">"),
+            GIT_AUTHOR_DATE=stamp,
+            GIT_COMMITTER_NAME=name,
+            GIT_COMMITTER_EMAIL=email.rstrip(">"),
+            GIT_COMMITTER_DATE=stamp,
+        )
+        cmd = [
+            "git",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "core.autocrlf=false",
+            "-c",
+            "pull.rebase=false",
+            "-c",
+            "advice.detachedHead=false",
+            *args,
+        ]
+        proc = subprocess.run(cmd, cwd=self.cwd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LabError(f"git {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout.strip()
+
+
+class _Tree:
+    """The stack's files with their site markers, and the changes applied to them."""
+
+    def __init__(self, files: dict[str, str], spec: Scenario) -> None:
+        self.files = files
+        self.spec = spec
+        self.costs = spec.system.kernel_costs()
+        self.extra_kernels: dict[str, dict] = {}
+        self.variant_used: dict[str, int] = {}
+        self.cutlass_added_us: float | None = None
+
+    def apply(self, edit: Edit, salt: str) -> None:
+        text = self.files.get(edit.path)
+        if text is None:
+            topic = Path(edit.path).stem.replace("_", " ")
+            text = f'"""{topic.capitalize()}."""\n'
+            text += "\n".join(harmless_block(topic, max(edit.lines, 6), salt)) + "\n"
+        elif edit.template is not None:
+            text = TEMPLATES[edit.template].render(text, edit.lines, salt)
+        elif edit.lines:
+            text = TEMPLATES["generic"].render(text, edit.lines, salt)
+        if edit.template == "sm120_moe_runner":
+            self.cutlass_added_us = edit.effect.added_us(self.costs) if edit.effect else 0.0
+        elif edit.effect is not None:
+            site = SITES[edit.effect.cost]
+            used = self.variant_used.get(edit.effect.cost, 0)
+            if used >= len(site.variants):
+                raise LabError(f"{edit.path}: more slowdowns at '{edit.effect.cost}' than the lab has recipes for")
+            snippet = site.variants[used]
+            self.variant_used[edit.effect.cost] = used + 1
+            text = insert_at_site(text, edit.effect.cost, snippet)
+            self.extra_kernels[snippet.kernel] = {"us": edit.effect.added_us(self.costs), "class": site.klass}
+        self.files[edit.path] = text
+
+    def write(self, root: Path, paths: list[str] | None = None) -> None:
+        for rel in paths if paths is not None else self.files:
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(strip_markers(self.files[rel]))
+            if rel in EXECUTABLE:
+                dest.chmod(0o755)
+
+    def profile(self, version: str, extra_us: dict[str, float] | None = None) -> dict:
+        kernels = {n: {"us": us, "class": KERNELS[n].klass} for n, us in self.costs.items()}
+        if self.cutlass_added_us is not None:
+            kernels["moe_experts_cutlass"]["us"] = self.costs["moe_experts"] + self.cutlass_added_us
+        kernels.update(self.extra_kernels)
+        for name, us in (extra_us or {}).items():
+            kernels[name] = {**kernels[name], "us": kernels[name]["us"] + us}
+        env_effects = []
+        for env in self.spec.env:
+            if env.effect is not None:
+                base = SITES[env.effect.cost].base_kernel
+                added = env.effect.added_us(self.costs)
+                env_effects.append(
+                    {
+                        "var": env.name,
+                        "value": env.value,
+                        "kernel": base,
+                        "scale": (self.costs[base] + added) / self.costs[base],
+                    }
+                )
+        return {
+            "version": version,
+            "kernels": kernels,
+            "env_effects": env_effects,
+            "time_scale": self.spec.time_scale,
+            "seed": self.spec.seed,
+            "noise_cv": self.spec.system.noise_cv,
+            "launch_cv": self.spec.system.launch_cv,
+        }
+
+
+class _History:
+    """Commits into the upstream repo, one fixed timestamp apart."""
+
+    def __init__(self, git: _Git, tree: _Tree, root: Path, start: datetime, seed: int) -> None:
+        self.git, self.tree, self.root, self.clock, self.seed = git, tree, root, start, seed
+        self.count = 0
+
+    def tick(self, minutes: int = 47) -> datetime:
+        self.clock += timedelta(minutes=minutes)
+        return self.clock
+
+    def commit(self, c: Commit, filler_of: str) -> list[tuple[str, Commit]]:
+        if c.filler is not None:
+            return [self._one(self._filler(i)) for i in range(c.filler)]
+        return [self._one(c)]
+
+    def _filler(self, i: int) -> Commit:
+        n = self.count + i
+        areas = [
+            "mem_cache/radix_cache.py",
+            "managers/tokenizer_manager.py",
+            "lora/lora_manager.py",
+            "multimodal_gen/runtime/pipelines.py",
+            "layers/sampler.py",
+            "utils.py",
+            "docs_helpers.py",
+        ]
+        area = areas[(n * 7 + self.seed) % len(areas)]
+        verbs = ["Refactor", "Clean up", "Add tests for", "Tidy", "Document", "Simplify", "Rename helpers in"]
+        subject = f"{verbs[(n + self.seed) % len(verbs)]} {Path(area).stem.replace('_', ' ')} (#{1000 + n})"
+        return Commit(
+            subject=subject,
+            author="Maintainer Bot <maint@minisglang.example>",
+            edits=[Edit(path=f"{STACK_PKG}/{area}", lines=6 + (n * 5) % 17)],
+        )
+
+    def _one(self, c: Commit) -> tuple[str, Commit]:
+        self.count += 1
+        for k, edit in enumerate(c.edits):
+            self.tree.apply(edit, salt=f"{self.seed}:{self.count}:{k}")
+        self.tree.write(self.root, sorted({e.path for e in c.edits}))
+        self.git("add", "-A")
+        when = self.tick()
+        msg = [c.subject or ""] + (["-m", c.body] if c.body else [])
+        self.git("commit", "-q", "-m", *msg, when=when, author=c.author)
+        return self.git("rev-parse", "HEAD"), c
+
+
+def _kind_of_commit_change(sha: str, c: Commit) -> Change:
+    effects = [f"{e.path}: {e.effect.cost}" for e in c.edits if e.effect]
+    return Change(c.id, "commit", sha, c.subject or "", "; ".join(effects) or None)
+
+
+def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> None:
+    (host / "bin").mkdir(parents=True)
+    smi = host / "bin" / "nvidia-smi"
+    smi.write_text("#!/usr/bin/env python3\n" + (RUNTIME_DIR / "nvidia_smi.py").read_text())
+    smi.chmod(0o755)
+    hw = spec.hardware.model_dump(exclude={"id"})
+    hw["uuid_prefix"] = f"{spec.seed & 0xFFFFFFFF:08x}"
+    (host / "hardware.json").write_text(json.dumps(hw, indent=2) + "\n")
+
+    def install_runtime(dest: Path, version: str, extra: dict[str, float] | None) -> None:
+        pkg = dest / "minitorch"
+        pkg.mkdir(parents=True)
+        shutil.copy(RUNTIME_DIR / "minitorch" / "__init__.py", pkg / "__init__.py")
+        (pkg / "_profile.json").write_text(json.dumps(tree.profile(version, extra), indent=2) + "\n")
+
+    dep = spec.dependency
+    slowdown: dict[str, float] = {}
+    if dep is not None and dep.effect is not None:
+        slowdown = {SITES[dep.effect.cost].base_kernel: dep.effect.added_us(tree.costs)}  # type: ignore[dict-item]
+    install_runtime(host / "site-packages", spec.system.runtime_version, slowdown)
+    if dep is not None:
+        install_runtime(host / "wheelhouse" / f"minitorch-{dep.good}", dep.good, None)
+        (host / "pip.log").write_text(
+            f"2026-03-01T02:14:07 pip install -U minitorch\n"
+            f"2026-03-01T02:14:09   Attempting uninstall: minitorch\n"
+            f"2026-03-01T02:14:09     Found existing installation: minitorch {dep.good}\n"
+            f"2026-03-01T02:14:10 Successfully installed minitorch-{dep.bad}\n"
+        )
+    site_env = [e for e in spec.env if e.via == "sitecustomize"]
+    pythonpath = [str(final_host / "site-packages")]
+    if site_env:
+        (host / "sitecustomize").mkdir()
+        lines = ['"""Set at interpreter start-up for every Python process on this host."""', "import os", ""]
+        lines += [f"os.environ.setdefault({e.name!r}, {e.value!r})" for e in site_env]
+        (host / "sitecustomize" / "sitecustomize.py").write_text("\n".join(lines) + "\n")
+        pythonpath.insert(0, str(final_host / "sitecustomize"))
+    models = host / "models"
+    (models / spec.system.model).mkdir(parents=True)
+    (models / spec.system.model / "config.json").write_text(
+        json.dumps({"architectures": ["KimiK25ForConditionalGeneration"], "num_hidden_layers": spec.system.layers})
+        + "\n"
+    )
+    (models / f"{spec.system.model}-eagle3").mkdir()
+    (models / f"{spec.system.model}-eagle3" / "config.json").write_text(
+        json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "accept_rate": spec.system.speculative.accept_rate})
+        + "\n"
+    )
+    env_lines = [
+        "# The lab host's login environment: source it before launching the server.",
+        f'export PATH="{final_host / "bin"}:$PATH"',
+        f'export PYTHONPATH="{":".join(pythonpath)}${{PYTHONPATH:+:$PYTHONPATH}}"',
+        f'export MINISGLANG_MODELS="{final_host / "models"}"',
+    ]
+    env_lines += [f"export {e.name}={shlex.quote(e.value)}" for e in spec.env if e.via == "env_file"]
+    (host / "env.sh").write_text("\n".join(env_lines) + "\n")
+
+
+def launch_command(spec: Scenario, host: Path, flags: list[str]) -> str:
+    """The command template the alert carries: ``{worktree}`` and ``{port}`` are filled per probe."""
+    base = ["--model-path", spec.system.model, "--tp", str(spec.system.tp), "--host", "127.0.0.1", "--port", "{port}"]
+    return f". {shlex.quote(str(host / 'env.sh'))} && exec {{worktree}}/scripts/launch_server.sh " + " ".join(
+        shlex.quote(a) if a != "{port}" else a for a in base + flags
+    )
+
+
+def benchmark_command(spec: Scenario) -> str:
+    a = spec.alert
+    return (
+        f"sleuth bench --endpoint http://127.0.0.1:{{port}}/v1 --model {shlex.quote(spec.system.model)} "
+        f"--requests {a.requests} --max-tokens {a.max_tokens} --time-scale {spec.time_scale} --json"
+    )
+
+
+def _alert(spec: Scenario, res: BuildResult, final_root: Path) -> dict:
+    a = spec.alert
+    mode = "eagle3" if "--speculative-algorithm" in spec.launch.flags else "baseline"
+    summary = a.summary or f"{mode} throughput {a.good:g} -> {a.bad:g} tok/s on {a.host}"
+    labels = {
+        "alertname": a.name,
+        "host": a.host,
+        "service": a.service,
+        "metric": a.metric,
+        "mode": mode,
+        "severity": "page",
+    }
+    ann = {
+        "summary": summary,
+        "description": f"{a.metric} fell from {a.good:g} to {a.bad:g} ({(a.bad - a.good) / a.good * 100:+.1f}%)",
+        "good_value": f"{a.good:g}",
+        "bad_value": f"{a.bad:g}",
+        "direction": "higher_is_better",
+        "repo": str(final_root / "repo"),
+        "launch_command": launch_command(spec, final_root / "host", spec.launch.flags),
+        "benchmark_command": benchmark_command(spec),
+        "time_scale": f"{spec.time_scale:g}",
+    }
+    if spec.launch.good_flags is not None:
+        ann["good_launch_command"] = launch_command(spec, final_root / "host", spec.launch.good_flags)
+    if a.give_good_ref:
+        ann["good_ref"] = res.good_sha
+    starts = datetime.fromisoformat(spec.start_date) + timedelta(days=30)
+    fingerprint = hashlib.sha256(f"{spec.name}:{a.name}:{a.host}".encode()).hexdigest()[:16]
+    alert = {
+        "status": "firing",
+        "labels": labels,
+        "annotations": ann,
+        "startsAt": starts.isoformat(),
+        "endsAt": "0001-01-01T00:00:00Z",
+        "generatorURL": f"http://prometheus.example:9090/graph?g0.expr={a.metric}",
+        "fingerprint": fingerprint,
+    }
+    return {
+        "version": "4",
+        "groupKey": f'{{}}:{{alertname="{a.name}"}}',
+        "truncatedAlerts": 0,
+        "status": "firing",
+        "receiver": "perf-sleuth",
+        "groupLabels": {"alertname": a.name},
+        "commonLabels": labels,
+        "commonAnnotations": ann,
+        "externalURL": "http://alertmanager.example:9093",
+        "alerts": [alert],
+    }
+
+
+def _truth(spec: Scenario, res: BuildResult) -> dict:
+    culprits = set(spec.truth.culprits)
+    causes = [c for c in res.changes if c.id in culprits]
+    herrings = [c for c in res.changes if c.id not in culprits]
+    kinds = sorted({c.kind for c in causes})
+    kind = "none" if not causes else kinds[0] if len(kinds) == 1 else "multiple"
+    as_dict = lambda c: {"id": c.id, "kind": c.kind, "ref": c.ref, "summary": c.summary, "effect": c.effect}  # noqa: E731
+    return {
+        "scenario": spec.name,
+        "kind": kind,
+        "root_causes": [as_dict(c) for c in causes],
+        "red_herrings": [as_dict(c) for c in herrings],
+        "good_sha": res.good_sha,
+        "head_sha": res.head_sha,
+        "pre_pull_sha": res.pre_pull_sha,
+        "alert": {"good": spec.alert.good, "bad": spec.alert.bad},
+        "note": spec.truth.note,
+    }
+
+
+def _build_into(spec: Scenario, tmp: Path, final: Path) -> BuildResult:
+    tree = _Tree(_read_stack(), spec)
+    upstream, repo, host = tmp / ".upstream", tmp / "repo", tmp / "host"
+    upstream.mkdir(parents=True)
+    ugit = _Git(upstream)
+    ugit("init", "-q")
+    hist = _History(ugit, tree, upstream, datetime.fromisoformat(spec.start_date), spec.seed)
+    tree.write(upstream)
+    ugit("add", "-A")
+    ugit(
+        "commit",
+        "-q",
+        "-m",
+        "Initial import of minisglang 0.5.3",
+        when=hist.tick(0),
+        author="Maintainer Bot <maint@minisglang.example>",
+    )
+    changes: list[Change] = []
+    for c in spec.history.commits or []:
+        for sha, done in hist.commit(c, "history"):
+            if done.id:
+                changes.append(_kind_of_commit_change(sha, done))
+    if spec.history.filler:
+        hist.commit(Commit(filler=spec.history.filler), "history")
+    good = ugit("rev-parse", "HEAD")
+
+    repo.mkdir()
+    git = _Git(repo)
+    git("init", "-q")
+    git("remote", "add", "origin", str(upstream))
+    git("pull", "origin", "main", when=hist.tick(60))
+    pre_pull = None
+    if spec.pulled:
+        for c in spec.pulled:
+            changes += [_kind_of_commit_change(sha, done) for sha, done in hist.commit(c, "pulled") if done.subject]
+        pre_pull = good
+        git("pull", "origin", "main", when=hist.tick(60 * 14))
+    for c in spec.committed:
+        local = _History(git, tree, repo, hist.clock, spec.seed)
+        local.count = hist.count
+        for sha, done in local.commit(c, "local"):
+            changes.append(_kind_of_commit_change(sha, done))
+        hist.clock, hist.count = local.clock, local.count
+    git("remote", "set-url", "origin", UPSTREAM_URL)
+    head = git("rev-parse", "HEAD")
+
+    for k, patch in enumerate(spec.uncommitted):
+        tree.apply(patch, salt=f"{spec.seed}:wt:{k}")
+        tree.write(repo, [patch.path])
+        changes.append(
+            Change(
+                patch.id,
+                "uncommitted",
+                patch.path,
+                f"uncommitted change to {patch.path}",
+                patch.effect.cost if patch.effect else None,
+            )
+        )
+    for env in spec.env:
+        changes.append(
+            Change(
+                env.id,
+                "env",
+                env.name,
+                f"{env.name}={env.value} set via {env.via}",
+                env.effect.cost if env.effect else None,
+            )
+        )
+    if spec.dependency is not None:
+        d = spec.dependency
+        changes.append(
+            Change(
+                d.id,
+                "dependency",
+                d.name,
+                f"{d.name} upgraded {d.good} -> {d.bad}",
+                d.effect.cost if d.effect else None,
+            )
+        )
+    hw = spec.hardware
+    if hw.id:
+        ref = "clocks.sm" if hw.sm_clock_mhz < 0.9 * hw.max_sm_clock_mhz else "pcie.link"
+        changes.append(
+            Change(
+                hw.id,
+                "hardware",
+                ref,
+                f"SM clock {hw.sm_clock_mhz}/{hw.max_sm_clock_mhz} MHz, PCIe Gen{hw.pcie_gen} x{hw.pcie_width}",
+            )
+        )
+    if spec.launch.good_flags is not None:
+        diff = [f for f in spec.launch.flags if f.startswith("--") and f not in spec.launch.good_flags]
+        diff += [f for f in spec.launch.good_flags if f.startswith("--") and f not in spec.launch.flags]
+        changes.append(
+            Change(
+                "launch",
+                "config",
+                diff[0] if diff else "flags",
+                f"launch flags {' '.join(spec.launch.good_flags)} -> {' '.join(spec.launch.flags)}",
+            )
+        )
+    _write_host(spec, tree, host, final / "host")
+    shutil.rmtree(upstream)
+    res = BuildResult(final, final / "repo", final / "host", good, head, pre_pull, changes)
+    res.truth = _truth(spec, res)
+    res.alert = _alert(spec, res, final)
+    (tmp / "truth.json").write_text(json.dumps(res.truth, indent=2) + "\n")
+    (tmp / "alert.json").write_text(json.dumps(res.alert, indent=2) + "\n")
+    return res
+
+
+def build(spec: Scenario, out_dir: str | Path) -> BuildResult:
+    """Build ``spec`` into ``out_dir`` (absent or empty); atomic: all of it or nothing."""
+    final = Path(out_dir).resolve()
+    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+        raise LabError(f"{final}: exists and is not an empty directory")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        res = _build_into(spec, tmp, final)
+        if final.exists():
+            final.rmdir()
+        tmp.rename(final)
+        return res
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,163 @@
+"""minitorch: the emulated GPU runtime of a lab host (stands in for torch.cuda + NCCL).
+
+The lab copies this package into a scenario's ``host/site-packages`` next to a generated
+``_profile.json`` (kernel costs of this library version, env-var effects, time scale, seed).
+Kernels are launched asynchronously onto a stream and only cost wall time at
+``synchronize()``, exactly like a real device: CPU-side Python overhead overlaps device time,
+so simulated throughput does not depend on how fast the host interpreter walks the layers.
+
+Speed comes from three places, all visible to a careful engineer:
+- the kernels the serving code launches (its own code path),
+- this library's version (its kernel cost table, see ``__version__``),
+- the machine: clocks and PCIe link read from ``nvidia-smi`` at start, and env vars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+_PROFILE = json.loads((Path(__file__).parent / "_profile.json").read_text())
+__version__: str = _PROFILE["version"]
+
+# Wall-clock slack (seconds) within which a device that just went idle counts as still busy:
+# covers sleep overshoot and CPU launch gaps, so they do not accumulate into simulated time.
+_BACK_TO_BACK_SLACK_S = 0.001
+
+
+def _query_gpu() -> dict[str, str]:
+    """Read the GPU state the way a real runtime would learn it: from the driver (nvidia-smi)."""
+    fields = [
+        "name",
+        "compute_cap",
+        "clocks.sm",
+        "clocks.max.sm",
+        "pcie.link.gen.current",
+        "pcie.link.gen.max",
+        "pcie.link.width.current",
+        "pcie.link.width.max",
+    ]
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeError(f"minitorch: no CUDA device found (nvidia-smi failed: {exc})") from exc
+    first = out.strip().splitlines()[0]
+    return dict(zip(fields, (v.strip() for v in first.split(",")), strict=True))
+
+
+class Device:
+    """One emulated GPU (all TP ranks move in lock step, so one device models the group)."""
+
+    def __init__(self) -> None:
+        self.info = _query_gpu()
+        self.kernels: dict[str, dict] = _PROFILE["kernels"]
+        self.time_scale = float(os.environ.get("MINITORCH_TIME_SCALE", _PROFILE["time_scale"]))
+        seed = int(os.environ.get("MINITORCH_SEED", _PROFILE["seed"]))
+        self.rng = random.Random(seed)
+        self.noise_cv = float(_PROFILE["noise_cv"])
+        # A per-process factor: two launches of the same server are never quite the same.
+        self.launch_factor = max(0.5, self.rng.gauss(1.0, float(_PROFILE["launch_cv"])))
+        compute = float(self.info["clocks.max.sm"]) / max(1.0, float(self.info["clocks.sm"]))
+        link_max = float(self.info["pcie.link.gen.max"]) * float(self.info["pcie.link.width.max"])
+        link_now = float(self.info["pcie.link.gen.current"]) * float(self.info["pcie.link.width.current"])
+        self.class_factor = {"compute": compute, "comm": link_max / max(1.0, link_now), "host": 1.0}
+        self.env_factor: dict[str, float] = {}
+        for eff in _PROFILE.get("env_effects", []):
+            if os.environ.get(eff["var"]) == eff["value"]:
+                self.env_factor[eff["kernel"]] = self.env_factor.get(eff["kernel"], 1.0) * eff["scale"]
+        self._lock = threading.Lock()
+        self._pending_us = 0.0
+        self._busy_until = 0.0
+        self._graph_depth = 0
+        self.clock_us = 0.0  # simulated device time consumed so far
+
+    def compute_capability(self) -> tuple[int, int]:
+        major, _, minor = self.info["compute_cap"].partition(".")
+        return int(major), int(minor or 0)
+
+    def launch(self, kernel: str, work: float = 1.0) -> None:
+        """Queue one kernel; eager launches also pay the host launch overhead."""
+        spec = self.kernels.get(kernel)
+        if spec is None:
+            raise RuntimeError(f"minitorch: no kernel image for '{kernel}' in minitorch {__version__}")
+        cost = spec["us"] * work * self.class_factor[spec["class"]] * self.env_factor.get(kernel, 1.0)
+        if self._graph_depth == 0:
+            cost += self.kernels["launch_overhead"]["us"]
+        with self._lock:
+            self._pending_us += cost
+
+    @contextmanager
+    def graph_replay(self):
+        """Kernels inside run as one captured graph: no per-kernel launch overhead."""
+        self._graph_depth += 1
+        try:
+            yield
+        finally:
+            self._graph_depth -= 1
+
+    def synchronize(self) -> float:
+        """Wait for the queued kernels; returns the simulated microseconds they took."""
+        with self._lock:
+            us, self._pending_us = self._pending_us, 0.0
+        if us <= 0:
+            return 0.0
+        us *= self.launch_factor * max(0.2, self.rng.gauss(1.0, self.noise_cv))
+        now = time.perf_counter()
+        if self._busy_until < now - _BACK_TO_BACK_SLACK_S:
+            self._busy_until = now
+        self._busy_until += us * 1e-6 * self.time_scale
+        delay = self._busy_until - now
+        if delay > 0:
+            time.sleep(delay)
+        self.clock_us += us
+        return us
+
+
+class _Cuda:
+    """``minitorch.cuda``: the lazily created default device."""
+
+    _device: Device | None = None
+    _init_lock = threading.Lock()
+
+    def device(self) -> Device:
+        with self._init_lock:
+            if self._device is None:
+                self._device = Device()
+            return self._device
+
+    def is_available(self) -> bool:
+        try:
+            self.device()
+        except RuntimeError:
+            return False
+        return True
+
+    def launch(self, kernel: str, work: float = 1.0) -> None:
+        self.device().launch(kernel, work)
+
+    def synchronize(self) -> float:
+        return self.device().synchronize()
+
+    def graph_replay(self):
+        return self.device().graph_replay()
+
+    def get_device_capability(self) -> tuple[int, int]:
+        return self.device().compute_capability()
+
+    def get_device_name(self) -> str:
+        return self.device().info["name"]
+
+
+cuda = _Cuda()

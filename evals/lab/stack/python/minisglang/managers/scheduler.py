@@ -1,0 +1,105 @@
+"""The scheduler: one thread owns the device, admits requests, runs prefill and decode steps."""
+
+import queue
+import threading
+
+import minitorch as torch
+
+from minisglang.utils import Batch, logger
+
+
+class Req:
+    def __init__(self, rid: str, prompt_tokens: int, max_new_tokens: int) -> None:
+        self.rid = rid
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max_new_tokens
+        self.generated = 0
+        self.out: queue.Queue = queue.Queue()  # ints (new tokens), then None when finished
+
+    def emit(self, n: int) -> bool:
+        n = min(n, self.max_new_tokens - self.generated)
+        self.generated += n
+        self.out.put(n)
+        if self.generated >= self.max_new_tokens:
+            self.out.put(None)
+            return True
+        return False
+
+
+class Scheduler:
+    def __init__(self, server_args, model_runner, spec_worker=None) -> None:
+        self.server_args = server_args
+        self.model_runner = model_runner
+        self.spec_worker = spec_worker
+        self.waiting: queue.Queue = queue.Queue()
+        self.running: list[Req] = []
+        self.forward_ct = 0
+        self._interval_tokens = 0
+        self._interval_start_us = 0.0
+        self._accept_lens: list[int] = []
+        self._verify_us: list[float] = []
+
+    def add_request(self, req: Req) -> None:
+        self.waiting.put(req)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.event_loop, name="scheduler", daemon=True)
+        thread.start()
+        return thread
+
+    def _admit(self) -> list[Req]:
+        new = []
+        block = not self.running
+        while True:
+            try:
+                new.append(self.waiting.get(block=block, timeout=None if block else 0))
+            except queue.Empty:
+                return new
+            block = False
+
+    def event_loop(self) -> None:
+        while True:
+            for req in self._admit():
+                self.prefill(req)
+            if self.running:
+                self.decode_step()
+
+    def prefill(self, req: Req) -> None:
+        self.model_runner.forward_extend(Batch(1, max(1, req.prompt_tokens)))
+        torch.cuda.synchronize()
+        if not req.emit(1):
+            self.running.append(req)
+
+    def decode_step(self) -> None:
+        torch.cuda.launch("scheduler")
+        # @site step
+        batch = len(self.running)
+        if self.spec_worker is not None:
+            accepted, verify_us = self.spec_worker.step(batch)
+            self._verify_us.append(verify_us)
+            self._accept_lens.extend(accepted)
+        else:
+            self.model_runner.forward_decode(Batch(batch))
+            accepted = [1] * batch
+        torch.cuda.synchronize()
+        pairs = list(zip(accepted, self.running, strict=True))
+        self._interval_tokens += sum(min(a, r.max_new_tokens - r.generated) for a, r in pairs)
+        self.running = [r for a, r in pairs if not r.emit(a)]
+        self.forward_ct += 1
+        if self.forward_ct % self.server_args.decode_log_interval == 0:
+            self.log_decode_stats(batch)
+
+    def log_decode_stats(self, batch: int) -> None:
+        now_us = torch.cuda.device().clock_us
+        elapsed_s = max(1e-9, (now_us - self._interval_start_us) / 1e6)
+        msg = f"Decode batch. #running-req: {batch}, #token: {self._interval_tokens}, "
+        if self.spec_worker is not None and self._verify_us:
+            accept = sum(self._accept_lens) / max(1, len(self._accept_lens))
+            verify_ms = sum(self._verify_us) / len(self._verify_us) / 1000.0
+            msg += f"accept len: {accept:.2f}, verify time: {verify_ms:.2f} ms, "
+        msg += f"gen throughput (token/s): {self._interval_tokens / elapsed_s:.2f}, #queue-req: {self.waiting.qsize()}"
+        logger.info(msg)
+        self._interval_tokens = 0
+        self._interval_start_us = now_us
+        self._accept_lens.clear()
+        self._verify_us.clear()
