@@ -20,13 +20,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from evals.lab.recipes import KERNELS, SITES, STACK_PKG, TEMPLATES, harmless_block, insert_at_site, strip_markers
-from evals.lab.spec import Commit, Edit, Scenario
+from evals.lab.spec import Commit, Edit, Hardware, Scenario
 
 LAB_DIR = Path(__file__).parent
 STACK_DIR = LAB_DIR / "stack"
 RUNTIME_DIR = LAB_DIR / "runtime"
 UPSTREAM_URL = "https://github.com/minisglang/minisglang.git"
 EXECUTABLE = {"scripts/launch_server.sh"}
+# Kernel costs are stated at this SM clock (a healthy card under load); lower clocks slow compute.
+REFERENCE_SM_CLOCK_MHZ = Hardware.model_fields["sm_clock_mhz"].default
 
 
 class LabError(RuntimeError):
@@ -173,6 +175,7 @@ class _Tree:
             "env_effects": env_effects,
             "time_scale": self.spec.time_scale,
             "seed": self.spec.seed,
+            "reference_sm_clock_mhz": REFERENCE_SM_CLOCK_MHZ,
             "noise_cv": self.spec.system.noise_cv,
             "launch_cv": self.spec.system.launch_cv,
         }

@@ -322,6 +322,13 @@ class Template:
     render: Callable[[str, int, str], str] = field(repr=False)  # (text, lines, salt) -> text
 
 
+def _replace(text: str, old: str, new: str) -> str:
+    """Replace an anchor the stack template must contain; a missing anchor is a lab bug, not a no-op."""
+    if old not in text:
+        raise KeyError(f"template anchor not found: {old.strip()!r}")
+    return text.replace(old, new)
+
+
 def _append(text: str, lines: list[str]) -> str:
     return text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
@@ -383,7 +390,7 @@ def _gather_then_cast(text: str, n: int, salt: str) -> str:
         "        self._cast_pages(pages)",
         '        torch.cuda.launch("attention_decode_flashinfer", batch.work())',
     ]
-    text = text.replace(old, "\n".join(new) + "\n")
+    text = _replace(text, old, "\n".join(new) + "\n")
     helpers = [
         "",
         "    def _gather_kv_pages(self, batch) -> int:",
@@ -396,12 +403,13 @@ def _gather_then_cast(text: str, n: int, salt: str) -> str:
 
 
 def _sm120_moe_runner(text: str, n: int, salt: str) -> str:
-    text = text.replace(
+    text = _replace(
+        text,
         "from minisglang.utils import is_sm100_supported\n",
         "from minisglang.utils import is_sm100_supported, is_sm120_supported\n",
     )
-    return text.replace(
-        "            if is_sm100_supported():\n", "            if is_sm100_supported() or is_sm120_supported():\n"
+    return _replace(
+        text, "            if is_sm100_supported():\n", "            if is_sm100_supported() or is_sm120_supported():\n"
     )
 
 

@@ -69,7 +69,8 @@ class Device:
         self.noise_cv = float(_PROFILE["noise_cv"])
         # A per-process factor: two launches of the same server are never quite the same.
         self.launch_factor = max(0.5, self.rng.gauss(1.0, float(_PROFILE["launch_cv"])))
-        compute = float(self.info["clocks.max.sm"]) / max(1.0, float(self.info["clocks.sm"]))
+        # Kernel costs in the profile were measured at the reference (normal under-load) SM clock.
+        compute = float(_PROFILE["reference_sm_clock_mhz"]) / max(1.0, float(self.info["clocks.sm"]))
         link_max = float(self.info["pcie.link.gen.max"]) * float(self.info["pcie.link.width.max"])
         link_now = float(self.info["pcie.link.gen.current"]) * float(self.info["pcie.link.width.current"])
         self.class_factor = {"compute": compute, "comm": link_max / max(1.0, link_now), "host": 1.0}

@@ -1,0 +1,123 @@
+"""The ``sleuth`` command line.
+
+Command groups of other rooms (``sleuth lab ...`` from ``evals``) are plugged in through the
+``perf_sleuth.cli`` entry-point group, so this module never imports upward (DESIGN.md's
+"arrows only point down"). Exit codes: 0 success, 1 the work itself failed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Literal, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tools.bench import BenchConfig, BenchResult, run_bench
+
+app = typer.Typer(
+    name="sleuth",
+    no_args_is_help=True,
+    add_completion=False,
+    help="perf-sleuth: triage performance regressions in LLM-serving stacks.",
+)
+console = Console(stderr=True)
+out = Console()
+
+
+def bad_input(message: str) -> NoReturn:
+    """One line naming the field or file, exit code 2."""
+    console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def print_json(payload: object) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def bench_table(res: BenchResult) -> Table:
+    t = Table(title=f"{res.config.model} @ {res.config.endpoint}", show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_row("decode tok/s", f"{res.tok_per_s:.2f}")
+    t.add_row("output tok/s (incl. prefill)", f"{res.output_tok_per_s:.2f}")
+    for name, p in (("TTFT", res.ttft_s), ("ITL", res.itl_s), ("latency", res.latency_s)):
+        t.add_row(f"{name} p50 / p90 / p99 (ms)", f"{p.p50 * 1e3:.1f} / {p.p90 * 1e3:.1f} / {p.p99 * 1e3:.1f}")
+    if res.verify_ms is not None:
+        t.add_row("verify time (server log, ms)", f"{res.verify_ms:.2f}")
+    if res.accept_len is not None:
+        t.add_row("accept length (server log)", f"{res.accept_len:.2f}")
+    t.add_row("requests ok / failed", f"{len(res.samples) - res.errors} / {res.errors}")
+    return t
+
+
+@app.command()
+def bench(
+    endpoint: Annotated[str, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:30000/v1")],
+    model: Annotated[str, typer.Option(help="model name to request")],
+    requests: Annotated[int, typer.Option(min=1, help="number of requests")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="requests in flight at once")] = 1,
+    max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens per request")] = 64,
+    prompt: Annotated[str | None, typer.Option(help="prompt text (default: a fixed technical question)")] = None,
+    api: Annotated[str, typer.Option(help="completions | chat")] = "completions",
+    time_scale: Annotated[float, typer.Option(min=0.0001, help="lab servers: their clock scale (1.0 for real)")] = 1.0,
+    server_log: Annotated[Path | None, typer.Option(help="server log to read verify time from")] = None,
+    timeout: Annotated[float, typer.Option(help="per-request timeout, seconds")] = 120.0,
+    json_out: Annotated[bool, typer.Option("--json", help="print the full result as JSON")] = False,
+) -> None:
+    """Benchmark an OpenAI-compatible endpoint: tok/s, TTFT, ITL and latency percentiles."""
+    if api not in ("completions", "chat"):
+        bad_input(f"--api: must be 'completions' or 'chat', not '{api}'")
+    if not endpoint.startswith(("http://", "https://")):
+        bad_input(f"--endpoint: '{endpoint}' is not an http(s) URL")
+    if server_log is not None and not server_log.is_file():
+        bad_input(f"--server-log: {server_log}: no such file")
+    api_kind: Literal["completions", "chat"] = "chat" if api == "chat" else "completions"
+    cfg = BenchConfig(
+        endpoint=endpoint,
+        model=model,
+        requests=requests,
+        concurrency=concurrency,
+        max_tokens=max_tokens,
+        api=api_kind,
+        time_scale=time_scale,
+        timeout_s=timeout,
+        server_log=server_log,
+        **({"prompt": prompt} if prompt else {}),
+    )
+    with progress() as bar:
+        task = bar.add_task("benchmark", total=requests)
+        res = run_bench(cfg, on_done=lambda _s: bar.advance(task))
+    if json_out:
+        print_json(res.model_dump(mode="json"))
+    else:
+        out.print(bench_table(res))
+    if res.errors == len(res.samples):
+        console.print(f"[red]all {res.errors} requests failed:[/red] {res.samples[0].error}")
+        raise typer.Exit(1)
+
+
+def _load_plugins() -> None:
+    for ep in importlib.metadata.entry_points(group="perf_sleuth.cli"):
+        app.add_typer(ep.load(), name=ep.name)
+
+
+def main() -> None:
+    _load_plugins()
+    app()

@@ -1,0 +1,107 @@
+"""Measure a built scenario at a given state: export the tree, launch its server, benchmark it.
+
+States are exported with ``git archive`` (plus, for the working tree, a copy of the checkout),
+so measuring never touches the scenario repo's checkout, index or uncommitted work.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from tools.bench import BenchConfig, BenchResult, run_bench
+from tools.server import launch
+from tools.stats import Summary, summarize
+
+SPEC_FLAGS = ("--speculative-algorithm", "--speculative-num-steps")
+
+
+def export_ref(repo: Path, ref: str, dest: Path) -> Path:
+    """Write the tree of ``ref`` into ``dest`` (read-only on the repo)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def export_worktree(repo: Path, dest: Path) -> Path:
+    """Copy the checkout as it is, uncommitted changes included (``.git`` left out)."""
+    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+    return dest
+
+
+def baseline_command(template: str) -> str:
+    """The alert's launch command with speculative decoding switched off."""
+    words = template.split(" ")
+    out: list[str] = []
+    skip = 0
+    for w in words:
+        if skip:
+            skip -= 1
+            continue
+        if w in SPEC_FLAGS:
+            skip = 1
+            continue
+        out.append(w)
+    return " ".join(out)
+
+
+class StateMeasurement(BaseModel):
+    label: str
+    tok_per_s: list[float]
+    verify_ms: list[float]
+    summary: Summary
+    startup_s: float
+
+
+def measure_state(
+    tree: Path,
+    command: str,
+    label: str,
+    log_path: Path,
+    samples: int,
+    bench: BenchConfig,
+    on_sample: Callable[[str, BenchResult], None] | None = None,
+) -> StateMeasurement:
+    """Launch once, take ``samples`` benchmark samples, stop."""
+    toks: list[float] = []
+    verify: list[float] = []
+    with launch(command, tree, log_path) as server:
+        cfg = bench.model_copy(update={"endpoint": f"{server.base_url}/v1", "server_log": log_path})
+        for _ in range(samples):
+            res = run_bench(cfg)
+            if res.errors:
+                raise RuntimeError(f"{label}: {res.errors} request(s) failed: {res.samples[0].error}")
+            toks.append(res.tok_per_s)
+            if res.verify_ms is not None:
+                verify.append(res.verify_ms)
+            if on_sample is not None:
+                on_sample(label, res)
+        startup = server.startup_s
+    return StateMeasurement(label=label, tok_per_s=toks, verify_ms=verify, summary=summarize(toks), startup_s=startup)
+
+
+def scenario_bench_config(root: Path) -> tuple[dict, BenchConfig]:
+    """The alert's annotations and the benchmark it describes."""
+    alert = json.loads((root / "alert.json").read_text())
+    ann = alert["commonAnnotations"]
+    words = ann["benchmark_command"].split()
+    opt = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
+    cfg = BenchConfig(
+        endpoint="http://unset/v1",
+        model=opt["--model"],
+        requests=int(opt["--requests"]),
+        max_tokens=int(opt["--max-tokens"]),
+        time_scale=float(opt["--time-scale"]),
+    )
+    return ann, cfg
+
+
+def scratch_dir(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))

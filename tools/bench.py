@@ -1,0 +1,195 @@
+"""Benchmark client for any OpenAI-compatible endpoint (the lab's server, vLLM, SGLang, Ollama...).
+
+Sends N streaming requests with concurrency C through the official ``openai`` SDK and measures,
+per request, time to first token, inter-token latency, latency and decode rate. ``tok_per_s``
+is the decode throughput (output tokens after the first / time after the first token), the
+number SGLang's decode log reports as "gen throughput"; ``output_tok_per_s`` also counts
+prefill and queueing (tokens / wall time of the run).
+
+``time_scale``: the lab's servers run on a scaled clock (0.2 = five times faster than the
+simulated device); durations are divided by it so results read in the scenario's own units.
+Leave it at 1.0 for real servers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import openai
+from pydantic import BaseModel, Field
+
+from tools.serverlog import read_log
+
+DEFAULT_PROMPT = (
+    "Explain, step by step, how speculative decoding with a draft head and a verify pass speeds up "
+    "generation on a tensor-parallel mixture-of-experts model, and when it can make things slower."
+)
+
+
+class BenchConfig(BaseModel):
+    endpoint: str = Field(description="base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:30000/v1")
+    model: str
+    requests: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    prompt: str = DEFAULT_PROMPT
+    max_tokens: int = Field(default=64, ge=1)
+    api: Literal["completions", "chat"] = "completions"
+    time_scale: float = Field(default=1.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    api_key: str = "EMPTY"
+    server_log: Path | None = None
+
+
+class RequestSample(BaseModel):
+    index: int
+    ok: bool
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    ttft_s: float = 0.0
+    latency_s: float = 0.0
+    decode_s: float = 0.0  # first token to last token
+    itl_s: list[float] = []
+    decode_tok_per_s: float = 0.0
+
+
+class Percentiles(BaseModel):
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Percentiles:
+        if not values:
+            return cls(mean=0.0, p50=0.0, p90=0.0, p99=0.0)
+        x = np.asarray(values, dtype=float)
+        p50, p90, p99 = (float(v) for v in np.percentile(x, [50, 90, 99]))
+        return cls(mean=float(x.mean()), p50=p50, p90=p90, p99=p99)
+
+
+class BenchResult(BaseModel):
+    config: BenchConfig
+    samples: list[RequestSample]
+    errors: int
+    duration_s: float
+    tok_per_s: float
+    output_tok_per_s: float
+    completion_tokens: int
+    ttft_s: Percentiles
+    itl_s: Percentiles
+    latency_s: Percentiles
+    server_tok_per_s: list[float] = []
+    verify_ms: float | None = None
+    accept_len: float | None = None
+
+
+def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
+    scale = cfg.time_scale
+    start = time.perf_counter()
+    first: float | None = None
+    last = start
+    itl: list[float] = []
+    chunks = 0
+    usage = None
+    try:
+        if cfg.api == "chat":
+            stream = client.chat.completions.create(
+                model=cfg.model,
+                messages=[{"role": "user", "content": cfg.prompt}],
+                max_tokens=cfg.max_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+                seed=index,
+            )
+        else:
+            stream = client.completions.create(
+                model=cfg.model,
+                prompt=cfg.prompt,
+                max_tokens=cfg.max_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+                seed=index,
+            )
+        for chunk in stream:
+            if chunk.usage is not None:
+                usage = chunk.usage
+            if not chunk.choices:
+                continue
+            c = chunk.choices[0]
+            text = c.delta.content if cfg.api == "chat" else c.text  # type: ignore[union-attr]
+            if not text:
+                continue
+            now = time.perf_counter()
+            if first is None:
+                first = now
+            else:
+                itl.append((now - last) / scale)
+            last = now
+            chunks += 1
+    except openai.OpenAIError as exc:
+        return RequestSample(index=index, ok=False, error=f"{type(exc).__name__}: {exc}")
+    end = time.perf_counter()
+    if first is None:
+        return RequestSample(index=index, ok=False, error="no tokens received")
+    completion = usage.completion_tokens if usage is not None else chunks
+    decode_s = (last - first) / scale
+    return RequestSample(
+        index=index,
+        ok=True,
+        prompt_tokens=usage.prompt_tokens if usage is not None else 0,
+        completion_tokens=completion,
+        ttft_s=(first - start) / scale,
+        latency_s=(end - start) / scale,
+        decode_s=decode_s,
+        itl_s=itl,
+        decode_tok_per_s=(completion - 1) / decode_s if decode_s > 0 and completion > 1 else 0.0,
+    )
+
+
+def run_bench(cfg: BenchConfig, on_done: Callable[[RequestSample], None] | None = None) -> BenchResult:
+    """Run the benchmark; ``on_done`` is called (from worker threads) after each request."""
+    client = openai.OpenAI(base_url=cfg.endpoint, api_key=cfg.api_key, timeout=cfg.timeout_s, max_retries=0)
+    log_offset = cfg.server_log.stat().st_size if cfg.server_log and cfg.server_log.exists() else 0
+    lock = threading.Lock()
+
+    def task(i: int) -> RequestSample:
+        s = _one(client, cfg, i)
+        if on_done is not None:
+            with lock:
+                on_done(s)
+        return s
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=cfg.concurrency) as pool:
+        samples = list(pool.map(task, range(cfg.requests)))
+    duration = (time.perf_counter() - start) / cfg.time_scale
+    client.close()
+    ok = [s for s in samples if s.ok]
+    tokens = sum(s.completion_tokens for s in ok)
+    decode_tokens = sum(max(0, s.completion_tokens - 1) for s in ok)
+    decode_time = sum(s.decode_s for s in ok)
+    result = BenchResult(
+        config=cfg,
+        samples=samples,
+        errors=len(samples) - len(ok),
+        duration_s=duration,
+        tok_per_s=decode_tokens / decode_time if decode_time > 0 else 0.0,
+        output_tok_per_s=tokens / duration if duration > 0 else 0.0,
+        completion_tokens=tokens,
+        ttft_s=Percentiles.of([s.ttft_s for s in ok]),
+        itl_s=Percentiles.of([x for s in ok for x in s.itl_s]),
+        latency_s=Percentiles.of([s.latency_s for s in ok]),
+    )
+    if cfg.server_log is not None and cfg.server_log.exists():
+        log = read_log(cfg.server_log, log_offset)
+        result.server_tok_per_s = log.throughput
+        result.verify_ms = float(np.mean(log.verify_ms)) if log.verify_ms else None
+        result.accept_len = float(np.mean(log.accept_len)) if log.accept_len else None
+    return result
