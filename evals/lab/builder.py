@@ -284,7 +284,8 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
     env_lines = [
         "# The lab host's login environment: source it before launching the server.",
         f'export PATH="{final_host / "bin"}:$PATH"',
-        f'export PYTHONPATH="{":".join(pythonpath)}${{PYTHONPATH:+:$PYTHONPATH}}"',
+        "# A PYTHONPATH set by the caller comes first (e.g. to try another minitorch from host/wheelhouse).",
+        f'export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{":".join(pythonpath)}"',
         f'export MINISGLANG_MODELS="{final_host / "models"}"',
     ]
     env_lines += [f"export {e.name}={shlex.quote(e.value)}" for e in spec.env if e.via == "env_file"]

@@ -276,7 +276,9 @@ class Scenario(_Strict):
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
         if self.pulled and self.committed:
-            raise ValueError("give either 'pulled' (a fast-forward pull) or 'committed' (local commits), not both")
+            raise ValueError(
+                "pulled: give either 'pulled' (a fast-forward pull) or 'committed' (local commits), not both"
+            )
         ids = self.change_ids()
         for cid in self.truth.culprits:
             if cid not in ids:
@@ -287,7 +289,7 @@ class Scenario(_Strict):
                 raise ValueError(f"duplicate change id '{cid}'")
             seen.add(cid)
         if self.dependency is not None and self.dependency.bad != self.system.runtime_version:
-            raise ValueError("dependency.bad must equal system.runtime_version (the installed one)")
+            raise ValueError("dependency.bad: must equal system.runtime_version (the installed one)")
         return self
 
     def change_ids(self) -> list[str]:
@@ -329,6 +331,8 @@ def load_spec(path: str | Path) -> Scenario:
         err = exc.errors()[0]
         field = _field_path(err["loc"]) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
+        if not _field_path(err["loc"]) and (m := re.match(r"^([\w.\[\]]+): (.*)$", msg)):
+            field, msg = m.group(1), m.group(2)  # a whole-scenario check that names its field
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         elif err["type"] == "missing":

@@ -1,0 +1,57 @@
+"""Shared fixtures: the seed scenario built once per session, and small specs written on demand."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evals.lab.builder import BuildResult, build
+from evals.lab.demo import SEED_SPEC
+from evals.lab.spec import load_spec
+
+MINIMAL_SPEC = """
+name = "tiny"
+seed = 7
+[history]
+filler = 2
+[[pulled]]
+id = "slow"
+subject = "Fence the eager all-reduce"
+edits = [{ path = "python/minisglang/distributed/pynccl.py", effect = { cost = "allreduce_eager", add_us = 50 } }]
+[[pulled]]
+subject = "Docs"
+edits = [{ path = "docs/notes.py", lines = 8 }]
+[alert]
+good = 94
+bad = 70
+[truth]
+culprits = ["slow"]
+"""
+
+
+@pytest.fixture(scope="session")
+def seed_scenario(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    return build(load_spec(SEED_SPEC), tmp_path_factory.mktemp("seed") / "scenario")
+
+
+@pytest.fixture
+def write_spec(tmp_path: Path):
+    """Write a spec file (TOML text, dedented) and return its path."""
+
+    def _write(text: str, name: str = "spec.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return _write
+
+
+def sleuth_exe() -> str:
+    """The ``sleuth`` console script of the interpreter running the tests (venv not activated is fine)."""
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).parent / "sleuth"
+    return str(beside) if beside.exists() else (shutil.which("sleuth") or "sleuth")

@@ -1,0 +1,108 @@
+"""Each kind of change the lab can inject moves throughput, and a rank test over repeated samples
+(not a timing threshold) separates the good state from the bad one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.measure import baseline_command, export_ref, export_worktree, measure_state, scenario_bench_config
+from evals.lab.spec import load_spec
+from tests.conftest import MINIMAL_SPEC
+from tools.stats import compare
+
+SAMPLES = 6
+
+
+def _small(bench):
+    return bench.model_copy(update={"requests": 2, "max_tokens": 32})
+
+
+def test_seed_good_vs_bad_eagle3_is_a_clear_regression_with_slower_verify(seed_scenario, tmp_path):
+    ann, bench = scenario_bench_config(seed_scenario.root)
+    good = export_ref(seed_scenario.repo, seed_scenario.good_sha, tmp_path / "good")
+    bad = export_worktree(seed_scenario.repo, tmp_path / "bad")
+    cmd = ann["launch_command"].replace("--speculative-algorithm", "--decode-log-interval 8 --speculative-algorithm")
+    g = measure_state(good, cmd, "good", tmp_path / "good.log", SAMPLES, _small(bench))
+    b = measure_state(bad, cmd, "bad", tmp_path / "bad.log", SAMPLES, _small(bench))
+    cmp = compare(g.tok_per_s, b.tok_per_s)
+    assert cmp.verdict == "different" and cmp.delta_pct < 0, cmp
+    assert compare(g.verify_ms, b.verify_ms).verdict == "different"
+    assert min(b.verify_ms) > max(g.verify_ms)
+
+
+def test_head_without_the_uncommitted_patches_is_as_slow_as_the_working_tree(seed_scenario, tmp_path):
+    """The debugger's patches are red herrings: HEAD alone reproduces the regression."""
+    ann, bench = scenario_bench_config(seed_scenario.root)
+    good = export_ref(seed_scenario.repo, seed_scenario.good_sha, tmp_path / "good")
+    head = export_ref(seed_scenario.repo, "HEAD", tmp_path / "head")
+    g = measure_state(good, ann["launch_command"], "good", tmp_path / "g.log", SAMPLES, _small(bench))
+    h = measure_state(head, ann["launch_command"], "head", tmp_path / "h.log", SAMPLES, _small(bench))
+    assert compare(g.tok_per_s, h.tok_per_s).verdict == "different"
+    assert h.summary.median < 0.8 * g.summary.median
+
+
+@pytest.mark.parametrize(
+    ("extra", "label"),
+    [
+        ('\n[hardware]\nid = "hw"\nsm_clock_mhz = 1300\n', "throttled SM clock"),
+        (
+            '\n[[env]]\nid = "nograph"\nname = "MINISGLANG_DISABLE_CUDA_GRAPH"\nvalue = "1"\nvia = "env_file"\n',
+            "CUDA graphs disabled by an env var",
+        ),
+        (
+            '\n[[env]]\nid = "p2p"\nname = "NCCL_P2P_DISABLE"\nvalue = "1"\n'
+            'effect = { cost = "allreduce_graph", scale = 3.0 }\n',
+            "an NCCL env var the runtime honours",
+        ),
+        (
+            '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\n'
+            'effect = { cost = "moe_experts", scale = 1.5 }\n',
+            "a slower runtime version",
+        ),
+    ],
+)
+def test_host_side_changes_slow_the_baseline(tmp_path, write_spec, extra, label):
+    """Hardware, env and dependency changes live on the host, not in git: same tree, different speed."""
+    text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
+    text = text.replace('[truth]\nculprits = ["slow"]', "")
+    nominal = build(load_spec(write_spec(text, "nominal.toml")), tmp_path / "nominal")
+    changed = build(load_spec(write_spec(text + extra, "changed.toml")), tmp_path / "changed")
+    assert nominal.head_sha == changed.head_sha  # the repo is the same; only the host differs
+    ann_n, bench = scenario_bench_config(nominal.root)
+    ann_c, _ = scenario_bench_config(changed.root)
+    tree = export_ref(nominal.repo, "HEAD", tmp_path / "tree")
+    n = measure_state(
+        tree, baseline_command(ann_n["launch_command"]), "nominal", tmp_path / "n.log", SAMPLES, _small(bench)
+    )
+    c = measure_state(
+        tree, baseline_command(ann_c["launch_command"]), label, tmp_path / "c.log", SAMPLES, _small(bench)
+    )
+    cmp = compare(n.tok_per_s, c.tok_per_s)
+    assert cmp.verdict == "different" and cmp.delta_pct < -5, (label, cmp)
+    truth = json.loads((changed.root / "truth.json").read_text())
+    assert any(h["id"] in {"hw", "nograph", "p2p", "dep"} for h in truth["red_herrings"] + truth["root_causes"])
+
+
+def test_the_old_runtime_in_the_wheelhouse_restores_speed_without_touching_the_host(tmp_path, write_spec):
+    """A dependency regression can be A/B tested: the previous version waits in host/wheelhouse."""
+    text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
+    text = text.replace('[truth]\nculprits = ["slow"]', '[truth]\nculprits = ["dep"]')
+    text += (
+        '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\neffect = { cost = "moe_experts", scale = 1.5 }\n'
+    )
+    res = build(load_spec(write_spec(text)), tmp_path / "dep")
+    wheel = res.host / "wheelhouse" / "minitorch-2.8.0"
+    assert "Successfully installed minitorch-2.9.0" in (res.host / "pip.log").read_text()
+    ann, bench = scenario_bench_config(res.root)
+    tree = export_ref(res.repo, "HEAD", tmp_path / "tree")
+    cmd = baseline_command(ann["launch_command"])
+    installed = measure_state(tree, cmd, "2.9.0", tmp_path / "a.log", SAMPLES, _small(bench))
+    old = measure_state(
+        tree, f"export PYTHONPATH={wheel} && {cmd}", "2.8.0", tmp_path / "b.log", SAMPLES, _small(bench)
+    )
+    assert "minitorch 2.8.0" in (tmp_path / "b.log").read_text()
+    cmp = compare(old.tok_per_s, installed.tok_per_s)
+    assert cmp.verdict == "different" and cmp.delta_pct < -5

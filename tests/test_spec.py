@@ -1,0 +1,72 @@
+"""A scenario spec is validated before anything is built; errors name the file and the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.lab.demo import SEED_SPEC
+from evals.lab.spec import SpecError, load_spec
+from tests.conftest import MINIMAL_SPEC
+
+
+def test_the_seed_spec_and_the_minimal_spec_are_valid(write_spec):
+    seed = load_spec(SEED_SPEC)
+    assert seed.truth.culprits == ["pcg_fix"]
+    assert len(seed.pulled) == 7
+    assert load_spec(write_spec(MINIMAL_SPEC)).name == "tiny"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda s: s.replace('cost = "allreduce_eager"', 'cost = "allreduc"'),
+            "seed.toml: pulled[0].edits[0].effect.cost: unknown cost 'allreduc'",
+        ),
+        (
+            lambda s: s.replace("[alert]\ngood = 94\nbad = 70", "[alert]\nbad = 70"),
+            "seed.toml: alert.good: required field missing",
+        ),
+        (lambda s: "bogus = 1\n" + s, "seed.toml: bogus: unknown field"),
+        (lambda s: s + "\nbogus = 1\n", "seed.toml: truth.bogus: unknown field"),
+        (
+            lambda s: s.replace('culprits = ["slow"]', 'culprits = ["nope"]'),
+            "seed.toml: truth.culprits: no change has id 'nope'",
+        ),
+        (
+            lambda s: s.replace("distributed/pynccl.py", "distributed/parallel_state.py"),
+            "seed.toml: pulled[0].edits[0]: cost 'allreduce_eager' is paid in python/minisglang/distributed/pynccl.py",
+        ),
+        (
+            lambda s: s.replace("add_us = 50", "add_us = -5"),
+            "seed.toml: pulled[0].edits[0].effect.add_us: Input should be greater than 0",
+        ),
+        (
+            lambda s: s.replace('path = "docs/notes.py"', 'path = "../escape.py"'),
+            "seed.toml: pulled[1].edits[0].path: '../escape.py' must be a relative file path inside the repo",
+        ),
+        (lambda s: s.replace('name = "tiny"', 'name = "Tiny Name"'), "seed.toml: name: String should match"),
+        (
+            lambda s: s + '\n[[committed]]\nsubject = "x"\nedits = [{ path = "a.py" }]\n',
+            "seed.toml: pulled: give either 'pulled'",
+        ),
+        (
+            lambda s: s.replace("add_us = 50", "add_us = 50, scale = 1.2"),
+            "seed.toml: pulled[0].edits[0].effect: give exactly one of add_us or scale",
+        ),
+    ],
+)
+def test_a_bad_spec_names_the_file_and_the_field(write_spec, mutate, expected):
+    path = write_spec(mutate(MINIMAL_SPEC), name="seed.toml")
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    message = str(err.value)
+    assert message.startswith(expected), message
+    assert "\n" not in message
+
+
+def test_invalid_toml_and_missing_files_are_one_line_errors(write_spec, tmp_path):
+    with pytest.raises(SpecError, match=r"^broken.toml: invalid TOML"):
+        load_spec(write_spec("name = [\n", name="broken.toml"))
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec(tmp_path / "absent.toml")
