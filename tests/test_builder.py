@@ -147,3 +147,16 @@ def test_local_commits_and_a_good_ref_in_the_alert(tmp_path, write_spec):
     assert reflog[0].startswith("commit: ") and "pull origin main: Fast-forward" not in reflog
     alert = json.loads((res.root / "alert.json").read_text())
     assert alert["commonAnnotations"]["good_ref"] == res.good_sha
+
+
+def test_a_changed_launch_flag_is_a_config_change_with_both_commands_in_the_alert(tmp_path, write_spec):
+    text = MINIMAL_SPEC.replace('culprits = ["slow"]', 'culprits = ["launch"]') + (
+        '\n[launch]\nflags = ["--disable-cuda-graph"]\ngood_flags = []\n'
+    )
+    res = build(load_spec(write_spec(text)), tmp_path / "cfg")
+    truth = json.loads((res.root / "truth.json").read_text())
+    assert truth["kind"] == "config"
+    assert truth["root_causes"][0]["ref"] == "--disable-cuda-graph"
+    ann = json.loads((res.root / "alert.json").read_text())["commonAnnotations"]
+    assert ann["launch_command"].endswith("--port {port} --disable-cuda-graph")
+    assert ann["good_launch_command"].endswith("--port {port}")
