@@ -49,11 +49,15 @@ def main() -> None:
 
     def row(name: str, values: list[float], budget: float) -> None:
         med = statistics.median(values)
-        print(f"{name:<42} median {med:7.3f} s  max {max(values):7.3f} s  budget {budget:4.1f} s  "
-              f"ratio {med / budget:5.2f}")
+        print(
+            f"{name:<42} median {med:7.3f} s  max {max(values):7.3f} s  budget {budget:4.1f} s  "
+            f"ratio {med / budget:5.2f}"
+        )
 
-    print(f"seed scenario {spec.name}, time_scale {spec.time_scale}, "
-          f"{cfg.requests} requests x {cfg.max_tokens} tokens per sample")
+    print(
+        f"seed scenario {spec.name}, time_scale {spec.time_scale}, "
+        f"{cfg.requests} requests x {cfg.max_tokens} tokens per sample"
+    )
     print(f"{'build (sleuth lab build)':<42} median {statistics.median(builds):7.3f} s  (no budget set)")
     row("launch -> /health answers", startups, 1.0)
     row("one benchmark sample (bad state, EAGLE-3)", sample_walls, 2.0)
@@ -61,8 +65,10 @@ def main() -> None:
     print(f"{'metric':<16}{'good':>8}{'seeds':>8}{'ratio':>7}{'bad':>8}{'seeds':>8}{'ratio':>7}{'p':>10}")
     for r in demo.rows:
         p = r.comparison.p_value if r.comparison else float("nan")
-        print(f"{r.metric:<16}{r.good:8.1f}{r.seed_good:8.1f}{r.good / r.seed_good:7.3f}"
-              f"{r.bad:8.1f}{r.seed_bad:8.1f}{r.bad / r.seed_bad:7.3f}{p:10.1e}")
+        print(
+            f"{r.metric:<16}{r.good:8.1f}{r.seed_good:8.1f}{r.good / r.seed_good:7.3f}"
+            f"{r.bad:8.1f}{r.seed_bad:8.1f}{r.bad / r.seed_bad:7.3f}{p:10.1e}"
+        )
 
 
 if __name__ == "__main__":
