@@ -55,3 +55,37 @@ def sleuth_exe() -> str:
 
     beside = Path(sys.executable).parent / "sleuth"
     return str(beside) if beside.exists() else (shutil.which("sleuth") or "sleuth")
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory):
+    """A real OpenSSH server on 127.0.0.1 (skipped only where sshd is absent and CI did not ask for it)."""
+    import os
+    import shutil
+
+    from tests.sshd import Sshd
+
+    if shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"):
+        if os.environ.get("SLEUTH_REQUIRE_SSHD"):
+            pytest.fail("sshd is required (SLEUTH_REQUIRE_SSHD=1) but not installed")
+        pytest.skip("OpenSSH server not installed (apt-get install openssh-server)")
+    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ssh_host(sshd):
+    from tools.ssh import SSHHost
+
+    host = SSHHost(
+        "127.0.0.1",
+        port=sshd.port,
+        user="root",
+        key_filename=sshd.client_key,
+        known_hosts=sshd.known_hosts,
+        ssh_config="/dev/null",
+        allow_agent=False,
+    )
+    yield host
+    host.close()

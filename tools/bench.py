@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import openai
 from pydantic import BaseModel, Field
 
-from tools.serverlog import read_log
+from tools.serverlog import ServerLog, read_log
 
 DEFAULT_PROMPT = (
     "Explain, step by step, how speculative decoding with a draft head and a verify pass speeds up "
@@ -90,6 +90,17 @@ class BenchResult(BaseModel):
     accept_len: float | None = None
 
 
+class _FileLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def log_size(self) -> int:
+        return self.path.stat().st_size
+
+    def log(self, offset: int = 0) -> ServerLog:
+        return read_log(self.path, offset)
+
+
 def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     scale = cfg.time_scale
     start = time.perf_counter()
@@ -153,10 +164,24 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     )
 
 
-def run_bench(cfg: BenchConfig, on_done: Callable[[RequestSample], None] | None = None) -> BenchResult:
-    """Run the benchmark; ``on_done`` is called (from worker threads) after each request."""
+class LogSource(Protocol):
+    """Where the server's log can be read from (a ``tools.server.Server``, local or over SSH)."""
+
+    def log_size(self) -> int: ...
+    def log(self, offset: int = 0) -> ServerLog: ...
+
+
+def run_bench(
+    cfg: BenchConfig, on_done: Callable[[RequestSample], None] | None = None, server: LogSource | None = None
+) -> BenchResult:
+    """Run the benchmark; ``on_done`` is called (from worker threads) after each request.
+
+    The server's log (``server``, or the local file ``cfg.server_log``) is read for the span of
+    the run only, for the verify time and acceptance length it reports."""
     client = openai.OpenAI(base_url=cfg.endpoint, api_key=cfg.api_key, timeout=cfg.timeout_s, max_retries=0)
-    log_offset = cfg.server_log.stat().st_size if cfg.server_log and cfg.server_log.exists() else 0
+    if server is None and cfg.server_log is not None and cfg.server_log.exists():
+        server = _FileLog(cfg.server_log)
+    log_offset = server.log_size() if server is not None else 0
     lock = threading.Lock()
 
     def task(i: int) -> RequestSample:
@@ -187,8 +212,8 @@ def run_bench(cfg: BenchConfig, on_done: Callable[[RequestSample], None] | None 
         itl_s=Percentiles.of([x for s in ok for x in s.itl_s]),
         latency_s=Percentiles.of([s.latency_s for s in ok]),
     )
-    if cfg.server_log is not None and cfg.server_log.exists():
-        log = read_log(cfg.server_log, log_offset)
+    if server is not None:
+        log = server.log(log_offset)
         result.server_tok_per_s = log.throughput
         result.verify_ms = float(np.mean(log.verify_ms)) if log.verify_ms else None
         result.accept_len = float(np.mean(log.accept_len)) if log.accept_len else None

@@ -1,17 +1,15 @@
-"""Launch a serving process from a command template, wait for /health, capture and stop it.
+"""Launch a serving process on a Host from a command template, wait for /health, stop it.
 
 The template is a shell command with ``{worktree}`` and ``{port}`` placeholders (the lab's alert
-carries one). The process runs in its own session, so stopping it kills the whole tree (a launch
-script that execs Python, workers it spawned, ...), never leaving a server behind.
+carries one). It runs under ``setsid`` with its output in a log file on the host, so stopping it
+(SIGTERM, then SIGKILL, to the whole process group) kills the tree: the launch script, the
+interpreter it execs, any workers. The same code drives this machine and a node over SSH, where
+``/health`` and the API are reached through an SSH port forward.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -19,17 +17,21 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.serverlog import ServerLog, read_log
+from tools.host import Host, HostError, LocalHost
+from tools.serverlog import ServerLog, parse_log
+
+_FREE_PORT = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
 
 
 class ServerError(RuntimeError):
     """The server exited or never became healthy; the message carries the log's tail."""
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def free_port(host: Host | None = None) -> int:
+    res = (host or LocalHost()).run(["python3", "-c", _FREE_PORT], timeout=30)
+    if not res.ok:
+        raise ServerError(f"cannot find a free port on {(host or LocalHost()).name}: {res.stderr.strip()}")
+    return int(res.stdout.strip())
 
 
 def render(template: str, worktree: str | Path, port: int) -> str:
@@ -42,38 +44,51 @@ class Server(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     command: str
-    port: int
-    log_path: Path
-    pid: int
+    host: Host
+    port: int  # on the host
+    local_port: int  # where this process reaches it (same as port on this machine)
+    log_path: str  # on the host
+    pid: int  # the process group leader
     startup_s: float = 0.0
-    proc: subprocess.Popen | None = None
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.local_port}"
+
+    def log_text(self, offset: int = 0) -> str:
+        res = self.host.run(["tail", "-c", f"+{offset + 1}", self.log_path], timeout=30)
+        return res.stdout if res.ok else ""
 
     def log(self, offset: int = 0) -> ServerLog:
-        return read_log(self.log_path, offset)
+        return parse_log(self.log_text(offset))
 
     def log_size(self) -> int:
-        return self.log_path.stat().st_size if self.log_path.exists() else 0
+        res = self.host.run(["stat", "-c", "%s", self.log_path], timeout=30)
+        return int(res.stdout.strip()) if res.ok else 0
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self._group_alive()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
+        try:
+            for sig, wait in (("TERM", grace_s), ("KILL", 5.0)):
+                if not self._group_alive():
+                    return
+                self.host.run(["kill", f"-{sig}", "--", f"-{self.pid}"], timeout=30)
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline:
+                    if not self._group_alive():
+                        return
+                    time.sleep(0.05)
+        except HostError:
+            return  # the host is gone; nothing we can do from here
+
+    def _group_alive(self) -> bool:
+        """Any live (non-zombie) process left in the server's session? An orphaned leader may stay
+        a zombie until init reaps it, and ``kill -0`` would count it."""
+        res = self.host.run(f"ps -o stat= -s {self.pid} | grep -qv '^Z'", timeout=30)
+        return res.ok
 
     def __enter__(self) -> Server:
         return self
@@ -82,26 +97,21 @@ class Server(BaseModel):
         self.stop()
 
 
-def _tail(path: Path, n: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> float:
+def wait_healthy(url: str, timeout_s: float, alive=None) -> float:
     """Poll ``url`` until it answers 200; returns seconds waited. Raises TimeoutError or ServerError."""
     start = time.monotonic()
     delay = 0.02
+    checks = 0
     while True:
-        if proc is not None and proc.poll() is not None:
-            raise ServerError(f"server exited with code {proc.returncode} before it became healthy")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:
                     return time.monotonic() - start
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             pass
+        checks += 1
+        if alive is not None and checks % 4 == 0 and not alive():
+            raise ServerError("server exited before it became healthy")
         if time.monotonic() - start > timeout_s:
             raise TimeoutError(f"{url} not healthy after {timeout_s:.0f} s")
         time.sleep(delay)
@@ -115,27 +125,30 @@ def launch(
     port: int | None = None,
     env: dict[str, str] | None = None,
     health_timeout_s: float = 60.0,
+    host: Host | None = None,
 ) -> Server:
     """Start the server and return once ``/health`` answers; on failure nothing is left running."""
-    port = port or free_port()
+    host = host or LocalHost()
+    port = port or free_port(host)
     command = render(template, worktree, port)
-    log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**os.environ, **(env or {})}
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            ["bash", "-c", command],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=str(worktree),
-        )
-    server = Server(command=command, port=port, log_path=log_path, pid=proc.pid, proc=proc)
+    log_path = str(log_path)
+    exports = " ".join(f"export {k}={shlex.quote(v)};" for k, v in (env or {}).items())
+    starter = (
+        f"mkdir -p {shlex.quote(str(Path(log_path).parent))} && cd {shlex.quote(str(worktree))} && "
+        f"{{ {exports} setsid bash -c {shlex.quote(command)} >> {shlex.quote(log_path)} 2>&1 "
+        f"< /dev/null & }} && echo $!"
+    )
+    res = host.run(starter, timeout=30)
+    if not res.ok or not res.stdout.strip().isdigit():
+        raise ServerError(f"cannot start `{command}` on {host.name}: {(res.stderr or res.stdout).strip()}")
+    server = Server(
+        command=command, host=host, port=port, local_port=port, log_path=log_path, pid=int(res.stdout.strip())
+    )
     try:
-        server.startup_s = wait_healthy(f"{server.base_url}/health", health_timeout_s, proc)
-    except (TimeoutError, ServerError) as exc:
+        server.local_port = host.forward(port)
+        server.startup_s = wait_healthy(f"{server.base_url}/health", health_timeout_s, server.alive)
+    except (TimeoutError, ServerError, HostError) as exc:
         server.stop()
-        raise ServerError(f"{exc}; log tail:\n{_tail(log_path)}") from exc
+        tail = "\n".join(server.log_text().splitlines()[-15:]) or "(empty log)"
+        raise ServerError(f"{exc}: `{command}` on {host.name}; log tail:\n{tail}") from exc
     return server

@@ -73,9 +73,9 @@ def measure_state(
     toks: list[float] = []
     verify: list[float] = []
     with launch(command, tree, log_path) as server:
-        cfg = bench.model_copy(update={"endpoint": f"{server.base_url}/v1", "server_log": log_path})
+        cfg = bench.model_copy(update={"endpoint": f"{server.base_url}/v1"})
         for _ in range(samples):
-            res = run_bench(cfg)
+            res = run_bench(cfg, server=server)
             if res.errors:
                 raise RuntimeError(f"{label}: {res.errors} request(s) failed: {res.samples[0].error}")
             toks.append(res.tok_per_s)

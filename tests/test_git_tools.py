@@ -1,0 +1,149 @@
+"""Git reads give the same answers locally (GitPython) and over SSH (git CLI); probes leave the
+user's checkout, index, stash and refs exactly as they were."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.git import CliGit, GitError, LocalGit
+
+
+def fingerprint(repo: Path) -> dict:
+    """Everything a user could lose: every working-tree byte, the index, refs, stash, HEAD."""
+    files = {}
+    for p in sorted(repo.rglob("*")):
+        if p.is_file() and ".git" not in p.relative_to(repo).parts:
+            files[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    git = repo / ".git"
+    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref"], capture_output=True, text=True).stdout
+    return {
+        "files": files,
+        "index": hashlib.sha256((git / "index").read_bytes()).hexdigest(),
+        "refs": refs,
+        "HEAD": (git / "HEAD").read_text(),
+        "stash": (git / "refs" / "stash").exists(),
+    }
+
+
+@pytest.fixture
+def both(seed_scenario, ssh_host):
+    return LocalGit(seed_scenario.repo), CliGit(seed_scenario.repo, ssh_host)
+
+
+def test_reads_are_identical_locally_and_over_ssh(both, seed_scenario):
+    local, remote = both
+    good = seed_scenario.good_sha
+    for read in (
+        lambda g: g.status(),
+        lambda g: g.log(f"{good}..HEAD"),
+        lambda g: g.log("HEAD", max_count=5, first_parent=True),
+        lambda g: g.reflog(),
+        lambda g: g.diff_stat(),
+        lambda g: g.diff_stat(good, "HEAD"),
+        lambda g: g.show_stat("HEAD~3"),
+        lambda g: g.merge_base("HEAD", good),
+    ):
+        assert read(local) == read(remote)
+
+
+def test_the_reflog_exposes_the_silent_pull(both, seed_scenario):
+    for g in both:
+        pull = g.reflog()[0]
+        assert pull.action == "pull origin main: Fast-forward" and pull.command == "pull"
+        assert (pull.old_sha, pull.new_sha) == (seed_scenario.good_sha, seed_scenario.head_sha)
+        assert pull.time.endswith("+00:00")
+
+
+def test_status_separates_staged_unstaged_and_untracked(tmp_path):
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for name in ("a", "b"):
+        (repo / name).write_text(name)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", "init"], check=True)
+    (repo / "a").write_text("changed")
+    (repo / "b").write_text("staged")
+    subprocess.run(["git", "-C", str(repo), "add", "b"], check=True)
+    (repo / "new dir").mkdir()
+    (repo / "new dir" / "c").write_text("c")
+    for g in (LocalGit(repo), CliGit(repo)):
+        st = g.status()
+        assert (st.staged, st.unstaged, st.untracked) == (["b"], ["a"], ["new dir/c"])
+        assert not st.clean and st.branch in ("main", "master")
+
+
+def test_show_stat_names_the_files_of_the_culprit(both, seed_scenario):
+    for g in both:
+        show = g.show_stat(seed_scenario.truth["root_causes"][0]["ref"])
+        assert show.commit.subject == "Fix PCG MoE Error (#17739)"
+        assert "fence the streams" in show.body
+        assert [Path(f.path).name for f in show.stat.files] == [
+            "compile.py",
+            "piecewise_context_manager.py",
+            "custom_all_reduce.py",
+            "parallel_state.py",
+            "pynccl.py",
+        ]
+        assert show.stat.deletions == 0 and show.stat.insertions == 60
+
+
+def test_snapshot_worktree_and_revert_leave_the_users_repo_untouched(both, seed_scenario):
+    before = fingerprint(seed_scenario.repo)
+    for g in both:
+        snap = g.snapshot()
+        assert snap != seed_scenario.head_sha
+        # The snapshot carries the uncommitted patches: the same diff as the working tree.
+        assert g.diff_stat(seed_scenario.head_sha, snap) == g.diff_stat()
+        with g.worktree(snap) as wt:
+            assert "is_sm120_supported()" in Path(wt, "python/minisglang/server_args.py").read_text()
+        assert not Path(wt).exists()
+        plan = g.prepare_revert(seed_scenario.truth["root_causes"][0]["ref"])
+        assert not plan.conflict and plan.stat.insertions == 0 and plan.stat.deletions == 60
+        assert g.log(plan.revert_sha, max_count=1)[0].subject.startswith('Revert "Fix PCG MoE Error')
+    assert fingerprint(seed_scenario.repo) == before
+    wt_list = subprocess.run(
+        ["git", "-C", str(seed_scenario.repo), "worktree", "list"], capture_output=True, text=True
+    ).stdout
+    assert len(wt_list.splitlines()) == 1
+
+
+def test_landing_a_revert_only_adds_a_branch(seed_scenario, tmp_path):
+    repo = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(seed_scenario.repo), str(repo)], check=True)
+    g = LocalGit(repo)
+    plan = g.prepare_revert(seed_scenario.truth["root_causes"][0]["ref"])
+    before = fingerprint(repo)
+    branch = g.land_revert(plan)
+    after = fingerprint(repo)
+    assert branch.startswith("sleuth/revert-") and g.rev_parse(branch) == plan.revert_sha
+    assert after["files"] == before["files"] and after["index"] == before["index"]
+    assert after["HEAD"] == before["HEAD"] and after["refs"] != before["refs"]
+
+
+def test_a_conflicting_revert_is_reported_not_forced(tmp_path):
+    repo = tmp_path / "r"
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for i, text in enumerate(["one\n", "two\n", "three\n"]):
+        (repo / "f").write_text(text)
+        subprocess.run(["git", "-C", str(repo), "add", "f"], check=True)
+        subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", f"c{i}"], check=True)
+    plan = LocalGit(repo).prepare_revert("HEAD~1")
+    assert plan.conflict and plan.revert_sha is None and plan.conflicting_files == ["f"]
+
+
+def test_bad_refs_and_paths_name_what_is_wrong(both, tmp_path, ssh_host):
+    for g in both:
+        with pytest.raises(GitError, match="unknown ref 'no-such-branch'"):
+            g.rev_parse("no-such-branch")
+        with pytest.raises(GitError, match="unknown ref '--output=/tmp/x'"):
+            g.log("--output=/tmp/x")
+    with pytest.raises(GitError, match="is not a git repository"):
+        LocalGit(tmp_path)
+    with pytest.raises(GitError, match="is not a git repository"):
+        CliGit(tmp_path, ssh_host)

@@ -1,0 +1,169 @@
+"""Hosts run argv safely, time out whole process trees, and over SSH behave like OpenSSH."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from tests.sshd import Sshd, keygen
+from tools.host import HostError, LocalHost
+from tools.ssh import SSHHost
+
+
+def no_process_matching(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+
+
+@pytest.fixture(params=["local", "ssh"])
+def host(request):
+    if request.param == "local":
+        yield LocalHost()
+    else:
+        yield request.getfixturevalue("ssh_host")
+
+
+def test_argv_is_quoted_so_a_hostile_name_stays_data(host, tmp_path):
+    evil = f"main; touch {tmp_path}/pwned"
+    res = host.run(["echo", evil])
+    assert res.ok and res.stdout == evil + "\n"
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_exit_code_stderr_cwd_and_env(host, tmp_path):
+    res = host.run("echo out; echo err >&2; exit 3")
+    assert (res.exit_code, res.stdout, res.stderr, res.ok) == (3, "out\n", "err\n", False)
+    assert host.run(["pwd"], cwd=tmp_path).stdout.strip() == str(tmp_path)
+    assert host.run(["bash", "-c", "echo $PROBE"], env={"PROBE": "a b'c"}).stdout.strip() == "a b'c"
+
+
+def test_a_timeout_kills_the_whole_tree(host):
+    marker = f"sleuth-timeout-{uuid.uuid4().hex}"
+    start = time.monotonic()
+    res = host.run(f"bash -c 'sleep 30; : {marker}' & sleep 30; : {marker}", timeout=1)
+    assert res.timed_out and not res.ok
+    assert time.monotonic() - start < 15
+    deadline = time.monotonic() + 10
+    while not no_process_matching(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert no_process_matching(marker)
+
+
+def test_streaming_delivers_lines_as_they_come(host):
+    seen: list[tuple[float, str]] = []
+    res = host.run_stream(
+        "for i in 1 2 3; do echo line$i; sleep 0.2; done", lambda s: seen.append((time.monotonic(), s))
+    )
+    assert res.ok and [s for _, s in seen] == ["line1", "line2", "line3"]
+    assert seen[-1][0] - seen[0][0] > 0.3  # not all at the end
+
+
+def test_put_get_and_which(host, tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("payload")
+    host.put(src, str(tmp_path / "sub" / "b.txt"))
+    host.get(str(tmp_path / "sub" / "b.txt"), tmp_path / "c.txt")
+    assert (tmp_path / "c.txt").read_text() == "payload"
+    assert host.which("git") and host.which("definitely-not-a-program") is None
+
+
+def test_ssh_config_alias_with_proxyjump(sshd, tmp_path):
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host jumpbox\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User root\n  IdentityFile {sshd.client_key}\n"
+        f"Host gpu-node-1\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User root\n  IdentityFile {sshd.client_key}\n"
+        "  ProxyJump jumpbox\n"
+    )
+    host = SSHHost("gpu-node-1", ssh_config=cfg, known_hosts=sshd.known_hosts, allow_agent=False)
+    try:
+        assert (host.hostname, host.port, host.user, host.proxy_jump) == ("127.0.0.1", sshd.port, "root", "jumpbox")
+        assert host.run(["whoami"]).stdout.strip() == "root"
+        assert host._jump is not None  # the connection went through the jump host
+    finally:
+        host.close()
+
+
+def test_an_unknown_host_is_rejected_unless_accept_new(sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    kw = dict(port=sshd.port, user="root", key_filename=sshd.client_key, ssh_config="/dev/null", allow_agent=False)
+    with pytest.raises(HostError, match="unknown host key"):
+        SSHHost("127.0.0.1", known_hosts=known, **kw).run(["true"])
+    h = SSHHost("127.0.0.1", known_hosts=known, host_key_policy="accept-new", **kw)
+    assert h.run(["true"]).ok
+    h.close()
+    assert known.read_text().startswith(f"[127.0.0.1]:{sshd.port} ssh-ed25519 ")
+    h2 = SSHHost("127.0.0.1", known_hosts=known, **kw)  # now known: the default policy accepts it
+    assert h2.run(["true"]).ok
+    h2.close()
+
+
+def test_a_changed_host_key_is_refused_with_a_clear_message(sshd, tmp_path):
+    other = tmp_path / "other_key"
+    keygen(other)
+    pub = (tmp_path / "other_key.pub").read_text().split()
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{sshd.port} {pub[0]} {pub[1]}\n")
+    for policy in ("reject", "accept-new"):
+        h = SSHHost(
+            "127.0.0.1",
+            port=sshd.port,
+            user="root",
+            key_filename=sshd.client_key,
+            known_hosts=known,
+            ssh_config="/dev/null",
+            allow_agent=False,
+            host_key_policy=policy,
+        )
+        with pytest.raises(HostError) as err:
+            h.run(["true"])
+        assert "has changed" in str(err.value) and "ssh-keygen -R" in str(err.value)
+        assert "\n" not in str(err.value)
+    assert known.read_text().count("\n") == 1  # accept-new never overwrites a changed key
+
+
+def test_a_dropped_connection_is_retried_once_then_a_clear_error(tmp_path):
+    server = Sshd(tmp_path).start()
+    host = SSHHost(
+        "127.0.0.1",
+        port=server.port,
+        user="root",
+        key_filename=server.client_key,
+        known_hosts=server.known_hosts,
+        ssh_config="/dev/null",
+        allow_agent=False,
+    )
+    try:
+        marker = tmp_path / "runs"
+        killer = threading.Timer(0.6, server.kill_sessions)
+        killer.start()
+        res = host.run(f"echo x >> {marker}; sleep 1.5; echo finished")
+        killer.join()
+        assert res.ok and res.stdout.strip() == "finished"
+        assert marker.read_text().count("x") == 2  # ran, was cut, ran again on a fresh connection
+        threading.Timer(0.5, server.kill_sessions).start()
+        with pytest.raises(HostError, match="connection lost"):  # retry=False: never run twice
+            host.run_stream("sleep 5", lambda _l: None, retry=False)
+        server.stop()
+        with pytest.raises(HostError, match="cannot connect|connection lost"):
+            host.run(["true"])
+    finally:
+        host.close()
+        server.stop()
+
+
+def test_an_unreachable_host_is_a_one_line_error(tmp_path):
+    h = SSHHost(
+        "127.0.0.1",
+        port=1,
+        user="root",
+        ssh_config="/dev/null",
+        known_hosts=tmp_path / "kh",
+        connect_timeout=3,
+        allow_agent=False,
+    )
+    with pytest.raises(HostError) as err:
+        h.run(["true"])
+    assert "cannot connect" in str(err.value) and "127.0.0.1:1" in str(err.value)

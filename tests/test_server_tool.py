@@ -1,0 +1,65 @@
+"""Servers launch on a Host from a template, answer through the SSH forward, and never outlive a failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from evals.lab.measure import export_worktree
+from tools.bench import BenchConfig, run_bench
+from tools.host import LocalHost
+from tools.server import ServerError, launch
+
+
+def group_gone(pid: int) -> bool:
+    out = subprocess.run(["ps", "-o", "stat=", "-s", str(pid)], capture_output=True, text=True).stdout
+    return all(s.startswith("Z") for s in out.split())
+
+
+@pytest.fixture(scope="module")
+def bad_tree(seed_scenario, tmp_path_factory):
+    return export_worktree(seed_scenario.repo, tmp_path_factory.mktemp("srv") / "tree")
+
+
+def test_launch_bench_and_stop_through_ssh(seed_scenario, bad_tree, ssh_host, tmp_path):
+    ann = json.loads((seed_scenario.root / "alert.json").read_text())["commonAnnotations"]
+    cmd = ann["launch_command"].replace("--speculative-algorithm", "--decode-log-interval 5 --speculative-algorithm")
+    server = launch(cmd, bad_tree, tmp_path / "remote.log", host=ssh_host)
+    try:
+        assert server.local_port != server.port  # reached through the SSH forward
+        cfg = BenchConfig(
+            endpoint=f"{server.base_url}/v1", model="Kimi-K2.5", requests=2, max_tokens=24, time_scale=0.2
+        )
+        res = run_bench(cfg, server=server)
+        assert res.errors == 0 and res.completion_tokens == 48
+        assert res.verify_ms is not None and res.verify_ms > 20  # read from the remote log
+        log = server.log()
+        assert log.server_args["speculative_algorithm"] == "EAGLE3"
+    finally:
+        server.stop()
+    assert group_gone(server.pid)
+    assert not server.alive()
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_server_that_dies_at_start_raises_with_the_log_tail(where, request, bad_tree, tmp_path):
+    host = LocalHost() if where == "local" else request.getfixturevalue("ssh_host")
+    marker = uuid.uuid4().hex
+    cmd = f"echo starting {marker}; echo 'ValueError: unknown attention backend: cuda' >&2; exit 3"
+    with pytest.raises(ServerError) as err:
+        launch(cmd, bad_tree, tmp_path / "dead.log", host=host, health_timeout_s=20)
+    msg = str(err.value)
+    assert "exited before it became healthy" in msg and f"starting {marker}" in msg
+    assert "ValueError: unknown attention backend: cuda" in msg
+
+
+def test_a_server_that_never_gets_healthy_is_killed_with_its_children(bad_tree, tmp_path):
+    marker = f"sleuth-hang-{uuid.uuid4().hex}"
+    cmd = f"bash -c 'sleep 60; : {marker}' & sleep 60; : {marker}"
+    with pytest.raises(ServerError, match="not healthy after 1 s"):
+        launch(cmd, bad_tree, tmp_path / "hang.log", health_timeout_s=1)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == ""

@@ -1,0 +1,444 @@
+"""Read a repository's state and prepare probes, locally (GitPython) or over a Host (git CLI).
+
+Both backends return the same pydantic models for the same repository (the tests check this),
+so the agent reasons identically about a checkout here and one on a GPU node over SSH.
+
+Nothing here changes the user's checkout, index, stash or refs, except ``land_revert`` (a
+``mutate`` tool, run only after a person approved it). Probes use scratch worktrees; the
+snapshot of uncommitted work is a commit object written through a *temporary* index, so unlike
+``git stash create`` it also carries untracked files, and the user's index is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from tools.host import Host, LocalHost, RunResult
+
+ZERO_SHA = "0" * 40
+SLEUTH_IDENTITY = ["-c", "user.name=perf-sleuth", "-c", "user.email=perf-sleuth@localhost"]
+
+
+class GitError(RuntimeError):
+    """A git operation failed; the message names the repo and the ref or path."""
+
+
+class GitStatus(BaseModel):
+    branch: str | None  # None when HEAD is detached
+    head_sha: str
+    staged: list[str]
+    unstaged: list[str]
+    untracked: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.staged or self.unstaged or self.untracked)
+
+
+class CommitInfo(BaseModel):
+    sha: str
+    parents: list[str]
+    author: str
+    author_email: str
+    date: str  # ISO 8601 author date
+    subject: str
+
+
+class ReflogEntry(BaseModel):
+    selector: str  # HEAD@{0}
+    old_sha: str
+    new_sha: str
+    action: str  # the message, e.g. "pull origin main: Fast-forward"
+    command: str  # its first word, e.g. "pull"
+    time: str  # ISO 8601, UTC
+    committer: str
+
+
+class FileStat(BaseModel):
+    path: str
+    added: int | None  # None for binary files
+    deleted: int | None
+
+
+class DiffStat(BaseModel):
+    files: list[FileStat]
+    insertions: int
+    deletions: int
+
+    @classmethod
+    def of(cls, files: list[FileStat]) -> DiffStat:
+        files = sorted(files, key=lambda f: f.path)
+        return cls(
+            files=files, insertions=sum(f.added or 0 for f in files), deletions=sum(f.deleted or 0 for f in files)
+        )
+
+    def render(self) -> str:
+        """Like ``git diff --stat``'s list: ``path | N +++--``."""
+        width = max((len(f.path) for f in self.files), default=0)
+        lines = [
+            f" {f.path:<{width}} | {(f.added or 0) + (f.deleted or 0):>4} "
+            f"{'+' * min(f.added or 0, 40)}{'-' * min(f.deleted or 0, 40)}"
+            for f in self.files
+        ]
+        lines.append(
+            f" {len(self.files)} files changed, {self.insertions} insertions(+), {self.deletions} deletions(-)"
+        )
+        return "\n".join(lines)
+
+
+class ShowStat(BaseModel):
+    commit: CommitInfo
+    body: str
+    stat: DiffStat
+
+
+class RevertPlan(BaseModel):
+    culprit: str
+    base_sha: str
+    revert_sha: str | None  # None when the revert conflicts
+    conflict: bool
+    conflicting_files: list[str] = []
+    stat: DiffStat | None = None
+
+
+def _iso_utc(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def _parse_reflog_file(text: str, ref: str) -> list[ReflogEntry]:
+    """Parse ``.git/logs/REF`` (``old new Name <email> epoch tz<TAB>message``), newest first."""
+    entries = []
+    for line in text.splitlines():
+        head, _, message = line.partition("\t")
+        parts = head.split(" ")
+        if len(parts) < 5:
+            continue
+        old, new, epoch = parts[0], parts[1], int(parts[-2])
+        name = " ".join(parts[2:-2])
+        entries.append((old, new, name, epoch, message))
+    out = []
+    for i, (old, new, name, epoch, message) in enumerate(reversed(entries)):
+        out.append(
+            ReflogEntry(
+                selector=f"{ref}@{{{i}}}",
+                old_sha=old,
+                new_sha=new,
+                action=message,
+                command=message.split(":")[0].split(" ")[0],
+                time=_iso_utc(epoch),
+                committer=name.split(" <")[0],
+            )
+        )
+    return out
+
+
+class GitRepo(Protocol):
+    path: str
+
+    def rev_parse(self, ref: str) -> str: ...
+    def status(self) -> GitStatus: ...
+    def log(self, rev_range: str, max_count: int | None = None, first_parent: bool = False) -> list[CommitInfo]: ...
+    def reflog(self, ref: str = "HEAD", limit: int | None = None) -> list[ReflogEntry]: ...
+    def diff_stat(self, a: str | None = "HEAD", b: str | None = None) -> DiffStat: ...
+    def show_stat(self, ref: str) -> ShowStat: ...
+    def merge_base(self, a: str, b: str) -> str: ...
+
+
+class CliGit:
+    """git over a Host (local or SSH): every argument is passed as argv, quoted by the Host."""
+
+    def __init__(self, path: str | Path, host: Host | None = None, timeout: float = 120.0) -> None:
+        self.path = str(path)
+        self.host = host or LocalHost()
+        self.timeout = timeout
+        top = self.host.run(["git", "-C", self.path, "rev-parse", "--show-toplevel"], timeout=timeout)
+        if not top.ok:
+            raise GitError(f"{self.path} is not a git repository (on {self.host.name})")
+
+    def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> RunResult:
+        res = self.host.run(["git", "-C", self.path, *args], env=env, timeout=self.timeout)
+        if check and not res.ok:
+            msg = (res.stderr or res.stdout).strip().splitlines()
+            raise GitError(f"git {' '.join(args)} in {self.path}: {msg[0] if msg else f'exit {res.exit_code}'}")
+        return res
+
+    def rev_parse(self, ref: str) -> str:
+        res = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", check=False)
+        if not res.ok or not res.stdout.strip():
+            raise GitError(f"unknown ref '{ref}' in {self.path}")
+        return res.stdout.strip()
+
+    def tree_hash(self, ref: str) -> str:
+        return self.git("rev-parse", f"{self.rev_parse(ref)}^{{tree}}").stdout.strip()
+
+    def status(self) -> GitStatus:
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+        staged, unstaged, untracked = [], [], []
+        items = out.split("\0")
+        i = 0
+        while i < len(items):
+            item = items[i]
+            i += 1
+            if len(item) < 4:
+                continue
+            x, y, path = item[0], item[1], item[3:]
+            if x in "RC":
+                i += 1  # the rename source follows
+            if x == "?":
+                untracked.append(path)
+                continue
+            if x not in " ?":
+                staged.append(path)
+            if y not in " ?":
+                unstaged.append(path)
+        branch = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip() or None
+        return GitStatus(
+            branch=branch,
+            head_sha=self.rev_parse("HEAD"),
+            staged=sorted(staged),
+            unstaged=sorted(unstaged),
+            untracked=sorted(untracked),
+        )
+
+    def log(self, rev_range: str, max_count: int | None = None, first_parent: bool = False) -> list[CommitInfo]:
+        self._check_range(rev_range)
+        args = ["log", "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"]
+        if max_count:
+            args.append(f"--max-count={max_count}")
+        if first_parent:
+            args.append("--first-parent")
+        out = self.git(*args, "--end-of-options", rev_range).stdout
+        commits = []
+        for rec in out.split("\x1e"):
+            rec = rec.strip("\n")
+            if not rec:
+                continue
+            sha, parents, an, ae, date, subject = rec.split("\x1f")
+            commits.append(
+                CommitInfo(sha=sha, parents=parents.split(), author=an, author_email=ae, date=date, subject=subject)
+            )
+        return commits
+
+    def _check_range(self, rev_range: str) -> None:
+        for ref in rev_range.replace("...", "..").split(".."):
+            if ref:
+                self.rev_parse(ref)
+
+    def reflog(self, ref: str = "HEAD", limit: int | None = None) -> list[ReflogEntry]:
+        path = self.git("rev-parse", "--git-path", f"logs/{ref}").stdout.strip()
+        res = self.host.run(["cat", path], cwd=self.path, timeout=self.timeout)
+        entries = _parse_reflog_file(res.stdout, ref) if res.ok else []
+        return entries[:limit] if limit else entries
+
+    def diff_stat(self, a: str | None = "HEAD", b: str | None = None) -> DiffStat:
+        refs = [r for r in (a, b) if r]
+        for r in refs:
+            self.rev_parse(r)
+        out = self.git("diff", "--numstat", "--no-renames", *refs, "--").stdout
+        return DiffStat.of([_numstat(line) for line in out.splitlines() if line.strip()])
+
+    def show_stat(self, ref: str) -> ShowStat:
+        sha = self.rev_parse(ref)
+        (info,) = self.log(sha, max_count=1)
+        body = self.git("log", "-1", "--format=%b", sha).stdout.strip()
+        parents = info.parents[:1] or [self._empty_tree()]
+        out = self.git("diff", "--numstat", "--no-renames", parents[0], sha, "--").stdout
+        return ShowStat(commit=info, body=body, stat=DiffStat.of([_numstat(x) for x in out.splitlines() if x.strip()]))
+
+    def _empty_tree(self) -> str:
+        return self.git("hash-object", "-t", "tree", "/dev/null").stdout.strip()
+
+    def merge_base(self, a: str, b: str) -> str:
+        res = self.git("merge-base", self.rev_parse(a), self.rev_parse(b), check=False)
+        if not res.ok:
+            raise GitError(f"no merge base of '{a}' and '{b}' in {self.path}")
+        return res.stdout.strip()
+
+    def rev_list(self, good: str, bad: str, first_parent: bool = False) -> dict[str, list[str]]:
+        """Commits in good..bad with their parents (the graph bisection works on), newest first."""
+        args = ["rev-list", "--parents", "--topo-order"] + (["--first-parent"] if first_parent else [])
+        out = self.git(*args, f"{self.rev_parse(good)}..{self.rev_parse(bad)}").stdout
+        return {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+
+    # -- probes -----------------------------------------------------------------------------
+    def snapshot(self) -> str:
+        """A commit object holding the working tree as it is (tracked changes and untracked files,
+        ignored ones excluded), parent HEAD. The user's index and files are not touched."""
+        head = self.rev_parse("HEAD")
+        if self.status().clean:
+            return head
+        index = self.git("rev-parse", "--git-path", "index").stdout.strip()
+        tmp_index = f"/tmp/sleuth-index-{uuid.uuid4().hex}"
+        try:
+            self.host.run(["cp", index, tmp_index], cwd=self.path, timeout=self.timeout).check()
+            env = {"GIT_INDEX_FILE": tmp_index}
+            self.git("add", "-A", "--", ".", env=env)
+            tree = self.git("write-tree", env=env).stdout.strip()
+        finally:
+            self.host.run(["rm", "-f", tmp_index], timeout=self.timeout)
+        return self.git(
+            *SLEUTH_IDENTITY, "commit-tree", tree, "-p", head, "-m", "perf-sleuth snapshot of uncommitted work"
+        ).stdout.strip()
+
+    @contextlib.contextmanager
+    def worktree(self, ref: str, where: str | None = None) -> Iterator[str]:
+        """A scratch worktree at ``ref`` (detached), removed afterwards whatever happens."""
+        sha = self.rev_parse(ref)
+        path = where or f"/tmp/sleuth-wt-{sha[:10]}-{uuid.uuid4().hex[:8]}"
+        self.git("worktree", "add", "--detach", "--quiet", path, sha)
+        try:
+            yield path
+        finally:
+            self.git("worktree", "remove", "--force", path, check=False)
+            self.host.run(["rm", "-rf", path], timeout=self.timeout)
+            self.git("worktree", "prune", check=False)
+
+    def prepare_revert(self, culprit: str, base: str = "HEAD") -> RevertPlan:
+        """Revert ``culprit`` on top of ``base`` in a scratch worktree; returns the commit (no ref moved)."""
+        culprit_sha, base_sha = self.rev_parse(culprit), self.rev_parse(base)
+        with self.worktree(base_sha) as wt:
+            res = self.host.run(
+                ["git", "-C", wt, *SLEUTH_IDENTITY, "revert", "--no-edit", culprit_sha], timeout=self.timeout
+            )
+            if not res.ok:
+                conflicts = self.host.run(
+                    ["git", "-C", wt, "diff", "--name-only", "--diff-filter=U"], timeout=self.timeout
+                ).stdout.split()
+                self.host.run(["git", "-C", wt, "revert", "--abort"], timeout=self.timeout)
+                return RevertPlan(
+                    culprit=culprit_sha,
+                    base_sha=base_sha,
+                    revert_sha=None,
+                    conflict=True,
+                    conflicting_files=sorted(conflicts),
+                )
+            sha = self.host.run(["git", "-C", wt, "rev-parse", "HEAD"], timeout=self.timeout).check().stdout.strip()
+        return RevertPlan(
+            culprit=culprit_sha, base_sha=base_sha, revert_sha=sha, conflict=False, stat=self.diff_stat(base_sha, sha)
+        )
+
+    def land_revert(self, plan: RevertPlan, branch: str | None = None) -> str:
+        """MUTATE (after approval): create a branch at the prepared revert. Returns the branch name."""
+        if plan.revert_sha is None:
+            raise GitError(f"the revert of {plan.culprit[:10]} conflicts; nothing to land")
+        name = branch or f"sleuth/revert-{plan.culprit[:10]}"
+        res = self.git("branch", "--end-of-options", name, plan.revert_sha, check=False)
+        if not res.ok:
+            raise GitError(f"cannot create branch '{name}' in {self.path}: {res.stderr.strip()}")
+        return name
+
+
+def _numstat(line: str) -> FileStat:
+    added, deleted, path = line.split("\t", 2)
+    return FileStat(
+        path=path, added=None if added == "-" else int(added), deleted=None if deleted == "-" else int(deleted)
+    )
+
+
+class LocalGit(CliGit):
+    """This machine's repositories through GitPython (the reads); probes share the CLI code path."""
+
+    def __init__(self, path: str | Path) -> None:
+        import git as gitpython
+
+        try:
+            self.repo = gitpython.Repo(path, search_parent_directories=False)
+        except (gitpython.exc.InvalidGitRepositoryError, gitpython.exc.NoSuchPathError) as exc:
+            raise GitError(f"{path} is not a git repository") from exc
+        super().__init__(path, LocalHost())
+
+    def _commit(self, ref: str):
+        import git as gitpython
+
+        try:
+            return self.repo.commit(ref)
+        except (gitpython.exc.BadName, ValueError, gitpython.exc.GitCommandError) as exc:
+            raise GitError(f"unknown ref '{ref}' in {self.path}") from exc
+
+    def rev_parse(self, ref: str) -> str:
+        if ref.startswith("-"):
+            raise GitError(f"unknown ref '{ref}' in {self.path}")
+        return self._commit(ref).hexsha
+
+    def status(self) -> GitStatus:
+        r = self.repo
+        head = r.head.commit
+        staged = sorted({d.a_path or d.b_path for d in r.index.diff(head)})
+        unstaged = sorted({d.a_path or d.b_path for d in r.index.diff(None)})
+        branch = None if r.head.is_detached else r.active_branch.name
+        return GitStatus(
+            branch=branch, head_sha=head.hexsha, staged=staged, unstaged=unstaged, untracked=sorted(r.untracked_files)
+        )
+
+    def log(self, rev_range: str, max_count: int | None = None, first_parent: bool = False) -> list[CommitInfo]:
+        self._check_range(rev_range)
+        kwargs: dict = {"first_parent": True} if first_parent else {}
+        if max_count:
+            kwargs["max_count"] = max_count
+        return [
+            CommitInfo(
+                sha=c.hexsha,
+                parents=[p.hexsha for p in c.parents],
+                author=c.author.name or "",
+                author_email=c.author.email or "",
+                date=c.authored_datetime.isoformat(),
+                subject=c.summary,
+            )
+            for c in self.repo.iter_commits(rev_range, **kwargs)
+        ]
+
+    def reflog(self, ref: str = "HEAD", limit: int | None = None) -> list[ReflogEntry]:
+        ref_obj = self.repo.head if ref == "HEAD" else self.repo.refs[ref]
+        try:
+            raw = list(ref_obj.log())
+        except FileNotFoundError:
+            raw = []
+        out = []
+        for i, e in enumerate(reversed(raw)):
+            out.append(
+                ReflogEntry(
+                    selector=f"{ref}@{{{i}}}",
+                    old_sha=e.oldhexsha,
+                    new_sha=e.newhexsha,
+                    action=e.message,
+                    command=e.message.split(":")[0].split(" ")[0],
+                    time=_iso_utc(e.time[0]),
+                    committer=e.actor.name or "",
+                )
+            )
+        return out[:limit] if limit else out
+
+    def show_stat(self, ref: str) -> ShowStat:
+        c = self._commit(ref)
+        files = [FileStat(path=p, added=s["insertions"], deleted=s["deletions"]) for p, s in c.stats.files.items()]
+        info = CommitInfo(
+            sha=c.hexsha,
+            parents=[p.hexsha for p in c.parents],
+            author=c.author.name or "",
+            author_email=c.author.email or "",
+            date=c.authored_datetime.isoformat(),
+            subject=c.summary,
+        )
+        message = c.message if isinstance(c.message, str) else c.message.decode()
+        body = message.split("\n", 1)[1].strip() if "\n" in message else ""
+        return ShowStat(commit=info, body=body, stat=DiffStat.of(files))
+
+    def merge_base(self, a: str, b: str) -> str:
+        bases = self.repo.merge_base(self._commit(a), self._commit(b))
+        if not bases:
+            raise GitError(f"no merge base of '{a}' and '{b}' in {self.path}")
+        return bases[0].hexsha
+
+
+def open_repo(path: str | Path, host: Host | None = None) -> CliGit:
+    """GitPython for this machine, git over the Host for any other."""
+    if host is None or isinstance(host, LocalHost):
+        return LocalGit(path)
+    return CliGit(path, host)
