@@ -1,20 +1,32 @@
-"""Statistics for noisy benchmark samples: summaries with bootstrap intervals, and A/B rank tests.
+"""Statistics for noisy benchmark samples: summaries with intervals, and A/B decisions with three outcomes.
 
-One sample is noise. A comparison uses the Mann-Whitney U rank test (no normality assumption,
-robust to the odd slow outlier) and reports the relative change of medians with a bootstrap
-interval, so "same" and "different" are decided at a stated significance, never by a threshold
-on a single number.
+One sample is noise. ``compare`` takes the smaller p-value of the Mann-Whitney U test (a shift
+of the distribution) and the Kolmogorov-Smirnov test (a change of shape, e.g. of variance), as
+Chromium's Pinpoint does, and answers:
+
+- ``different``: p <= ``alpha`` (low threshold);
+- ``same``: p above a *high* threshold: the p-value that a real change of the smallest size that
+  matters (``min_effect_pct``) would exceed only ``beta`` of the time at these sample sizes and
+  this noise. Above it, such a change is implausible;
+- ``unknown``: in between, which means "take more samples", never a guess.
+
+The high threshold is found by simulation (normal samples, the observed noise), vectorised with
+scipy and cached per (sizes, normalised effect).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
+
+Verdict = Literal["different", "same", "unknown"]
 
 
 class Summary(BaseModel):
@@ -23,38 +35,51 @@ class Summary(BaseModel):
     mean: float
     stdev: float
     cv: float
+    q1: float
+    q3: float
     ci_low: float  # bootstrap interval of the median
     ci_high: float
     confidence: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
 
 
 class Comparison(BaseModel):
     """B against A (A is the reference, e.g. the good state)."""
 
-    a: Summary
-    b: Summary
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
     delta_pct: float  # (median B - median A) / median A * 100
-    delta_ci_low: float
-    delta_ci_high: float
-    p_value: float
+    delta_ci_low: float | None = None
+    delta_ci_high: float | None = None
+    p_value: float  # min(Mann-Whitney U, Kolmogorov-Smirnov)
+    p_mwu: float
+    p_ks: float
     alpha: float
-    verdict: Literal["different", "same", "undecided"]
+    high_threshold: float | None
+    verdict: Verdict
 
 
 def summarize(samples: Sequence[float], confidence: float = 0.95, seed: int = 0) -> Summary:
     x = np.asarray(samples, dtype=float)
     if x.size == 0:
         raise ValueError("no samples to summarize")
-    med = float(np.median(x))
     sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    lo, hi = _bootstrap_median_ci(x, confidence, seed)
     mean = float(x.mean())
+    q1, med, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
+    lo, hi = _bootstrap_median_ci(x, confidence, seed)
     return Summary(
         n=int(x.size),
         median=med,
         mean=mean,
         stdev=sd,
         cv=sd / mean if mean else 0.0,
+        q1=q1,
+        q3=q3,
         ci_low=lo,
         ci_high=hi,
         confidence=confidence,
@@ -70,29 +95,101 @@ def _bootstrap_median_ci(x: np.ndarray, confidence: float, seed: int, rounds: in
     return float(np.percentile(meds, tail)), float(np.percentile(meds, 100 - tail))
 
 
-def compare(a: Sequence[float], b: Sequence[float], alpha: float = 0.01, seed: int = 0) -> Comparison:
-    """Is B different from A? Mann-Whitney U (two-sided) plus a bootstrap interval of the change.
+def p_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(Mann-Whitney U two-sided, Kolmogorov-Smirnov two-sample) p-values."""
+    if a.size == 0 or b.size == 0:
+        return 1.0, 1.0
+    if np.all(a == a[0]) and np.all(b == b[0]):
+        return (1.0, 1.0) if a[0] == b[0] else (min_p_value(a.size, b.size),) * 2
+    mwu = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    with warnings.catch_warnings():  # exact KS falls back to the asymptotic method for some sizes
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ks = float(stats.ks_2samp(a, b).pvalue)
+    return mwu, ks
 
-    ``undecided`` means the samples cannot reach ``alpha`` even in principle (too few of them):
-    take more samples rather than guess.
-    """
+
+def noise_sd(a: np.ndarray, b: np.ndarray) -> float:
+    """A robust pooled standard deviation (IQR-based, falling back to the sample sd)."""
+    parts = []
+    for x in (a, b):
+        if x.size >= 4:
+            q1, q3 = np.percentile(x, [25, 75])
+            parts.append((q3 - q1) / 1.349 or float(x.std(ddof=1)))
+        elif x.size >= 2:
+            parts.append(float(x.std(ddof=1)))
+    return float(np.sqrt(np.mean(np.square(parts)))) if parts else 0.0
+
+
+@lru_cache(maxsize=4096)
+def high_threshold(n_a: int, n_b: int, magnitude: float, beta: float = 0.001, trials: int = 2000) -> float:
+    """The p-value exceeded with probability ``beta`` when there *is* a shift of ``magnitude``
+    standard deviations, at these sample sizes (simulated; ``magnitude`` is rounded by the caller)."""
+    if magnitude <= 0:
+        return 1.0
+    rng = np.random.default_rng(12345 + 7919 * n_a + 104729 * n_b + int(magnitude * 1000))
+    a = rng.normal(0.0, 1.0, size=(trials, n_a))
+    b = rng.normal(magnitude, 1.0, size=(trials, n_b))
+    mwu = stats.mannwhitneyu(a, b, alternative="two-sided", axis=1).pvalue
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ks = stats.ks_2samp(a, b, axis=1).pvalue
+    p = np.minimum(mwu, ks)
+    return float(np.quantile(p, 1.0 - beta))
+
+
+def compare(
+    a: Sequence[float],
+    b: Sequence[float],
+    alpha: float = 0.01,
+    min_effect_pct: float | None = None,
+    beta: float = 0.001,
+    interval: bool = True,
+    seed: int = 0,
+) -> Comparison:
+    """Is B different from A? See the module docstring for the three verdicts.
+
+    Without ``min_effect_pct`` there is no high threshold: the answer is ``different`` or
+    ``unknown`` (no change too small to matter was named, so none can be ruled out)."""
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    sa, sb = summarize(xa, seed=seed), summarize(xb, seed=seed)
-    p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue) if xa.size and xb.size else 1.0
-    rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(xa, size=(2000, xa.size)), axis=1)
-    rb = np.median(rng.choice(xb, size=(2000, xb.size)), axis=1)
-    rel = (rb - ra) / np.where(ra == 0, math.nan, ra) * 100
-    lo, hi = (float(v) for v in np.nanpercentile(rel, [2.5, 97.5]))
-    if p < alpha:
-        verdict = "different"
-    elif min_p_value(xa.size, xb.size) >= alpha:
-        verdict = "undecided"
-    else:
+    if xa.size == 0 or xb.size == 0:
+        raise ValueError("compare needs samples on both sides")
+    p_mwu, p_ks = p_values(xa, xb)
+    p = min(p_mwu, p_ks)
+    med_a, med_b = float(np.median(xa)), float(np.median(xb))
+    delta = (med_b - med_a) / med_a * 100 if med_a else math.nan
+    ht = None
+    if min_effect_pct is not None:
+        sd = noise_sd(xa, xb)
+        magnitude = abs(min_effect_pct / 100 * med_a) / sd if sd > 0 else math.inf
+        magnitude = min(round(magnitude, 1), 20.0)
+        ht = high_threshold(int(xa.size), int(xb.size), magnitude, beta)
+    if p <= alpha:
+        verdict: Verdict = "different"
+    elif ht is not None and p > ht:
         verdict = "same"
-    delta = (sb.median - sa.median) / sa.median * 100 if sa.median else math.nan
+    else:
+        verdict = "unknown"
+    lo = hi = None
+    if interval:
+        rng = np.random.default_rng(seed)
+        ra = np.median(rng.choice(xa, size=(2000, xa.size)), axis=1)
+        rb = np.median(rng.choice(xb, size=(2000, xb.size)), axis=1)
+        rel = (rb - ra) / np.where(ra == 0, math.nan, ra) * 100
+        lo, hi = (float(v) for v in np.nanpercentile(rel, [2.5, 97.5]))
     return Comparison(
-        a=sa, b=sb, delta_pct=delta, delta_ci_low=lo, delta_ci_high=hi, p_value=p, alpha=alpha, verdict=verdict
+        n_a=int(xa.size),
+        n_b=int(xb.size),
+        median_a=med_a,
+        median_b=med_b,
+        delta_pct=delta,
+        delta_ci_low=lo,
+        delta_ci_high=hi,
+        p_value=p,
+        p_mwu=p_mwu,
+        p_ks=p_ks,
+        alpha=alpha,
+        high_threshold=ht,
+        verdict=verdict,
     )
 
 

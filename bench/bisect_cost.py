@@ -1,0 +1,212 @@
+"""What noisy bisection costs, side by side with git bisect and Chromium Pinpoint's schedule.
+
+    .venv/bin/python bench/bisect_cost.py [--trials 200] [--no-real]
+
+Synthetic histories of N = 8, 32, 128, 512 linear commits, one 20 % throughput regression at a
+random commit, per-sample noise CV 5 % and 10 % (normal), seeded. Three methods on the same
+trials:
+
+- ours: ``tools.bisect.bisect`` with its defaults (10 samples per reference, 3 per probe growing
+  while undecided, alpha 0.001; references, the "more steps?" check and the verification
+  sandwich all counted);
+- git bisect run: git's midpoint rule with a script that takes ONE sample and calls it bad below
+  a fixed threshold halfway between the good and bad values (simulated: same decisions, no git);
+- Pinpoint: 10 samples per change doubling to 160 while undecided, p = min(KS, MWU), different
+  at p <= 0.01, same above the high threshold for the alerted change (beta 0.01); each midpoint
+  is compared with both ends of its segment.
+
+Then one real run: a lab scenario with 32 local commits, one of them slowing every MoE layer,
+bisected through real servers (wall time printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tools.bisect import BisectConfig, bisect, log2_bound
+from tools.stats import compare
+
+GOOD, DROP = 100.0, 0.80
+
+
+def history(n: int) -> tuple[list[str], dict[str, list[str]]]:
+    shas = [f"c{i:04d}" for i in range(n + 1)]  # c0000 is the known-good commit
+    return shas, {shas[i]: [shas[i - 1]] for i in range(n, 0, -1)}
+
+
+def sampler(culprit: int, cv: float, rng: np.random.Generator):
+    def draw(i: int, k: int) -> list[float]:
+        mu = GOOD * (DROP if i >= culprit else 1.0)
+        return list(rng.normal(mu, cv * mu, k))
+
+    return draw
+
+
+def ours(n: int, culprit: int, draw) -> tuple[bool, int, int, int]:
+    shas, parents = history(n)
+    res = bisect(parents, shas[0], shas[-1], lambda sha, k: draw(int(sha[1:]), k), BisectConfig())
+    found = [c.sha for c in res.culprits] == [shas[culprit]]
+    sandwich = 2 * BisectConfig().sandwich_samples * len(res.culprits)
+    return found, res.probes, res.samples, res.samples - sandwich
+
+
+def git_bisect(n: int, culprit: int, draw) -> tuple[bool, int, int]:
+    lo, hi, probes = 0, n, 0
+    threshold = GOOD * (1 + DROP) / 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        probes += 1
+        if draw(mid, 1)[0] < threshold:
+            hi = mid
+        else:
+            lo = mid
+    return hi == culprit, probes, probes
+
+
+def pinpoint(n: int, culprit: int, draw) -> tuple[bool, int, int]:
+    data: dict[int, list[float]] = {}
+
+    def ensure(i: int, k: int) -> list[float]:
+        have = data.setdefault(i, [])
+        if len(have) < k:
+            have += draw(i, k - len(have))
+        return have
+
+    lo, hi = 0, n
+    ensure(lo, 10)
+    ensure(hi, 10)
+    magnitude = abs(np.median(data[hi]) - np.median(data[lo])) / np.median(data[lo]) * 100
+    probes = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        probes += 1
+        k = 10
+        while True:
+            a, m, b = ensure(lo, k), ensure(mid, k), ensure(hi, k)
+            c_lo = compare(a, m, alpha=0.01, min_effect_pct=magnitude, beta=0.01, interval=False)
+            c_hi = compare(m, b, alpha=0.01, min_effect_pct=magnitude, beta=0.01, interval=False)
+            if c_lo.verdict == "different" or c_hi.verdict == "same":
+                hi = mid
+                break
+            if c_hi.verdict == "different" or c_lo.verdict == "same":
+                lo = mid
+                break
+            if k >= 160:
+                hi, lo = (mid, lo) if c_lo.p_value < c_hi.p_value else (hi, mid)
+                break
+            k *= 2
+    return hi == culprit, probes, sum(len(v) for v in data.values())
+
+
+def synthetic(trials: int) -> None:
+    print(f"synthetic: one {100 - DROP * 100:.0f}% regression, {trials} trials per cell, seeded\n")
+    head = (
+        f"{'N':>4} {'CV':>4}  {'method':<11} {'accuracy':>9} {'probes':>7} {'bound':>5} {'ratio':>6} "
+        f"{'samples':>8} {'excl. sandwich':>15}"
+    )
+    print(head)
+    print("-" * len(head))
+    for n in (8, 32, 128, 512):
+        for cv in (0.05, 0.10):
+            rows: dict[str, list] = {"ours": [], "git bisect": [], "pinpoint": []}
+            start = {k: 0.0 for k in rows}
+            for t in range(trials):
+                culprit = int(np.random.default_rng(10_000 + t).integers(1, n + 1))
+                for name, fn in (("ours", ours), ("git bisect", git_bisect), ("pinpoint", pinpoint)):
+                    rng = np.random.default_rng(1_000_000 * n + int(cv * 100) * 1000 + t)
+                    t0 = time.perf_counter()
+                    rows[name].append(fn(n, culprit, sampler(culprit, cv, rng)))
+                    start[name] += time.perf_counter() - t0
+            bound = log2_bound(n)
+            for name, r in rows.items():
+                acc = sum(x[0] for x in r) / len(r)
+                probes = statistics.mean(x[1] for x in r)
+                samples = statistics.mean(x[2] for x in r)
+                excl = f"{statistics.mean(x[3] for x in r):15.1f}" if len(r[0]) > 3 else f"{'':>15}"
+                print(
+                    f"{n:>4} {cv:>4.2f}  {name:<11} {acc:>8.1%} {probes:>7.2f} {bound:>5} {probes / bound:>6.2f} "
+                    f"{samples:>8.1f} {excl}"
+                )
+            print()
+
+
+REAL_SPEC = """
+name = "bisect32"
+seed = 32
+[history]
+filler = 4
+[[committed]]
+filler = 13
+[[committed]]
+id = "slow"
+subject = "Fuse the shared expert into the routed GEMM"
+edits = [{ path = "python/minisglang/models/deepseek_v2.py", lines = 12, effect = { cost = "moe_experts", add_us = 24 } }]
+[[committed]]
+filler = 18
+[launch]
+flags = []
+[alert]
+good = 89
+bad = 80
+give_good_ref = true
+requests = 2
+max_tokens = 32
+[truth]
+culprits = ["slow"]
+"""
+
+
+def real() -> None:
+    import json
+
+    from evals.lab.builder import build
+    from evals.lab.measure import scenario_bench_config
+    from evals.lab.spec import load_spec
+    from tools.git import LocalGit
+    from tools.host import LocalHost
+    from tools.measure import Measurer, Workload
+
+    with tempfile.TemporaryDirectory(prefix="bisect-real-") as tmp:
+        spec = Path(tmp) / "bisect32.toml"
+        spec.write_text(textwrap.dedent(REAL_SPEC))
+        res = build(load_spec(spec), Path(tmp) / "scenario")
+        ann, bench = scenario_bench_config(res.root)
+        truth = json.loads((res.root / "truth.json").read_text())
+        git = LocalGit(res.repo)
+        parents = git.rev_list(ann["good_ref"], "HEAD")
+        measurer = Measurer(LocalHost(), git, Path(tmp) / "logs")
+        probe = measurer.probe_fn(ann["launch_command"], Workload(bench=bench))
+        t0 = time.perf_counter()
+        out = bisect(parents, ann["good_ref"], res.head_sha, probe, BisectConfig())
+        wall = time.perf_counter() - t0
+    want = truth["root_causes"][0]["ref"]
+    got = [c.sha for c in out.culprits]
+    print(
+        f"real run: lab history of {len(parents)} commits, culprit {want[:10]}: found {[g[:10] for g in got]} "
+        f"({'correct' if got == [want] else 'WRONG'}), probes {out.probes} (bound {log2_bound(len(parents))}), "
+        f"samples {out.samples}, verified {out.culprits[0].verified if out.culprits else None}, "
+        f"wall {wall:.1f} s"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--no-real", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    synthetic(args.trials)
+    print(f"(synthetic part: {time.perf_counter() - t0:.0f} s)\n")
+    if not args.no_real:
+        real()
+
+
+if __name__ == "__main__":
+    main()

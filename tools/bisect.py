@@ -1,0 +1,392 @@
+"""Noisy bisection over a commit graph: find the commit(s) where a metric stepped, with statistics.
+
+``git bisect`` asks a script "good or bad?" once per commit; on a noisy benchmark one sample
+cannot answer. Here each probe is a set of samples compared with the good and bad references:
+
+- ``bad``  when it differs from the good reference (Mann-Whitney/KS, p <= alpha) by at least a
+  quarter of the good-to-bad change, in the regression's direction;
+- ``good`` when it is statistically the *same* as the good reference (see ``tools.stats``), or
+  clearly different from bad while no longer distinguishable from good by a change that matters;
+- otherwise more samples (doubling up to a cap); at the cap, the nearer reference decides and the
+  probe is marked low-confidence.
+
+The search runs on the whole graph ``good..bad`` as git sees it (merged side branches included;
+``first_parent`` restricts it to the mainline): probing ``c`` and finding it bad keeps only ``c``'s
+ancestors; good removes them. The midpoint splits the candidates most evenly, like git's.
+A probe that cannot build or launch is *skipped* (its commit stays a suspect; nothing after a
+broken stretch is blamed alone). When the bad end still differs from the first culprit's level,
+the search continues above it: several steps give several culprits. Each culprit is verified
+with a fresh "sandwich": its parent against it, re-measured. ``k > 1`` probes k commits per round
+(a pool of hosts), which git bisect cannot do.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from tools.stats import compare
+
+
+class ProbeError(RuntimeError):
+    """The state cannot be measured (does not build, launch or answer): bisection skips it."""
+
+
+# probe(sha, n) -> n new samples of the metric at that commit (higher is better unless told).
+Probe = Callable[[str, int], list[float]]
+
+
+class ProbeRecord(BaseModel):
+    sha: str
+    verdict: Literal["good", "bad", "skip"]
+    samples: int
+    median: float | None
+    p_vs_good: float | None
+    p_vs_bad: float | None
+    confident: bool
+    round: int
+
+
+class Culprit(BaseModel):
+    sha: str
+    parent: str | None
+    suspects: list[str]  # == [sha] when exact; more when skipped commits border it
+    delta_pct: float | None  # parent -> culprit, from the verification sandwich
+    p_value: float | None
+    verified: bool
+
+
+class BisectResult(BaseModel):
+    culprits: list[Culprit]
+    rejected: list[Culprit] = []  # further steps the verification sandwich did not confirm
+    probes: int  # distinct commits measured while searching (references and sandwiches excluded)
+    total_states: int  # everything measured: references, probes, sandwiches
+    samples: int
+    rounds: int
+    skipped: list[str]
+    confidence: float  # share of probe decisions made below the sample cap
+    records: list[ProbeRecord]
+    candidates: int  # commits in good..bad
+
+
+class BisectConfig(BaseModel):
+    alpha: float = 0.001
+    beta: float = 0.001
+    ref_samples: int = 10  # per reference (good, bad): they shape the densities every probe is tested against
+    initial_samples: int = 3  # per probe, then +2 at a time (a sequential test needs few)
+    step_samples: int = 2
+    max_samples: int = 48
+    llr_clip: float = 3.0  # nats: one sample can move the log-likelihood ratio at most this far
+    min_effect_fraction: float = 0.25  # of the good->bad change: smaller steps do not count
+    higher_is_better: bool = True
+    k: int = 1
+    verify: bool = True
+    sandwich_samples: int = 5  # per side: the fewest for which Mann-Whitney can reach p <= 0.01
+    max_culprits: int = 4
+
+
+class _Samples:
+    """Samples per commit, fetched through the probe and kept (a state is never re-measured)."""
+
+    def __init__(self, probe: Probe, sandwich_n: int) -> None:
+        self.probe = probe
+        self.sandwich_n = sandwich_n
+        self.data: dict[str, list[float]] = {}
+        self.lock = threading.Lock()
+        self.total = 0
+
+    def fresh(self, sha: str, n: int) -> list[float]:
+        """n new samples (never cached ones), which then join the commit's samples."""
+        new = [float(x) for x in self.probe(sha, n)]
+        with self.lock:
+            self.data.setdefault(sha, []).extend(new)
+            self.total += len(new)
+        return new
+
+    def ensure(self, sha: str, n: int) -> list[float]:
+        have = self.data.get(sha, [])
+        if len(have) < n:
+            new = self.probe(sha, n - len(have))
+            with self.lock:
+                have = self.data.setdefault(sha, []) + [float(x) for x in new]
+                self.data[sha] = have
+                self.total += len(new)
+        return have
+
+
+class _Graph:
+    """good..bad as bitsets: ancestors-within-range of every commit, for O(1) set algebra."""
+
+    def __init__(self, parents: dict[str, list[str]]) -> None:
+        order = list(parents)  # newest first (topo order)
+        self.index = {sha: i for i, sha in enumerate(order)}
+        self.shas = order
+        self.parents = parents
+        self.anc: dict[str, int] = {}
+        for sha in reversed(order):
+            bits = 1 << self.index[sha]
+            for p in parents[sha]:
+                if p in self.index:
+                    bits |= self.anc[p]
+            self.anc[sha] = bits
+
+    def members(self, bits: int) -> list[str]:
+        return [s for s in self.shas if bits >> self.index[s] & 1]
+
+    def mask(self, shas) -> int:
+        return sum(1 << self.index[s] for s in shas)
+
+
+def _llr(good: list[float], bad: list[float], c: list[float], clip: float) -> float:
+    """Sum over c's samples of log f_bad(x) - log f_good(x), with f the Gaussian KDE of each
+    reference (Silverman bandwidth, floored), each term clipped to +-``clip`` so that no single
+    outlier can decide alone."""
+    g, b, x = np.asarray(good), np.asarray(bad), np.asarray(c)[:, None]
+    pooled = np.sqrt((np.var(g, ddof=1) + np.var(b, ddof=1)) / 2)
+    floor = 1e-3 * abs(float(np.median(g))) or 1e-9
+
+    def log_kde(ref: np.ndarray) -> np.ndarray:
+        h = max(1.06 * pooled * ref.size**-0.2, floor)
+        z = (x - ref[None, :]) / h
+        return np.logaddexp.reduce(-0.5 * z * z, axis=1) - np.log(ref.size * h)
+
+    return float(np.clip(log_kde(b) - log_kde(g), -clip, clip).sum())
+
+
+def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectConfig, at_cap: bool):
+    """(verdict or None for 'more samples', p vs good, p vs bad, confident).
+
+    Two paths decide; either may fire. (1) Wald's sequential probability-ratio test between the
+    two references (is c drawn like good or like bad?), stopping at log(1/alpha). (2) Rank tests
+    against each reference, which also cover a level between the two (several steps)."""
+    g_med, b_med = float(np.median(good)), float(np.median(bad))
+    change_pct = abs(b_med - g_med) / g_med * 100 if g_med else 0.0
+    min_effect = cfg.min_effect_fraction * change_pct
+    span = b_med - g_med
+    frac = (float(np.median(c)) - g_med) / span if span else 0.0  # 0 = at good, 1 = at bad
+    vg = compare(good, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
+    vb = compare(bad, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
+    llr = _llr(good, bad, c, cfg.llr_clip)
+    bound = float(np.log(1.0 / cfg.alpha))
+    if (llr >= bound or vg.verdict == "different") and frac >= cfg.min_effect_fraction:
+        return "bad", vg.p_value, vb.p_value, True
+    if (
+        (llr <= -bound and frac < 1 - cfg.min_effect_fraction)
+        or vg.verdict == "same"
+        or (vb.verdict == "different" and frac < cfg.min_effect_fraction and vg.verdict != "different")
+    ):
+        return "good", vg.p_value, vb.p_value, True
+    if at_cap:
+        return ("bad" if frac >= 0.5 else "good"), vg.p_value, vb.p_value, False
+    return None, vg.p_value, vb.p_value, False
+
+
+def bisect(
+    parents: dict[str, list[str]],
+    good: str,
+    bad: str,
+    probe: Probe,
+    cfg: BisectConfig | None = None,
+) -> BisectResult:
+    """Find the culprit(s) in ``parents`` (good..bad with parents, e.g. ``CliGit.rev_list``)."""
+    cfg = cfg or BisectConfig()
+    samples = _Samples(_oriented(probe, cfg.higher_is_better), cfg.sandwich_samples)
+    records: list[ProbeRecord] = []
+    skipped: set[str] = set()
+    culprits: list[Culprit] = []
+    rounds = 0
+    good_ref = good
+    remaining = dict(parents)
+    for _ in range(cfg.max_culprits):
+        graph = _Graph(remaining)
+        if bad not in graph.index:
+            break
+        found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds)
+        rounds += used_rounds
+        if found is None:
+            break
+        culprit = found[-1]  # with skipped neighbours, the known-bad one; all of them are suspects
+        c = Culprit(
+            sha=culprit,
+            parent=(parents.get(culprit) or [None])[0],
+            suspects=found,
+            delta_pct=None,
+            p_value=None,
+            verified=False,
+        )
+        if cfg.verify:
+            _sandwich(c, samples)  # its fresh culprit samples also serve the step check below
+        culprits.append(c)
+        if culprit == bad:
+            break
+        # Is there another step above this one? Compare the culprit's level with the bad end.
+        ref, bad_s = samples.ensure(good, cfg.ref_samples), samples.ensure(bad, cfg.ref_samples)
+        change = abs(np.median(bad_s) - np.median(ref)) / abs(np.median(ref)) * 100
+        if not _more_steps(samples, culprit, bad, cfg, change):
+            break
+        samples.ensure(culprit, cfg.ref_samples)  # it becomes a reference: give it a reference's samples
+        good_ref = culprit
+        keep = graph.anc[bad] & ~graph.anc[culprit]
+        remaining = {s: parents[s] for s in graph.members(keep)}
+    # A further step that a fresh A/B against its parent does not confirm is not reported as a
+    # culprit (the first one stands: good and bad are known to differ).
+    rejected = [c for c in culprits[1:] if cfg.verify and not c.verified]
+    culprits = [c for i, c in enumerate(culprits) if i == 0 or not cfg.verify or c.verified]
+    decided = [r for r in records if r.verdict != "skip"]
+    return BisectResult(
+        culprits=culprits,
+        rejected=rejected,
+        probes=len({r.sha for r in records}),
+        total_states=len(samples.data),
+        samples=samples.total,
+        rounds=rounds,
+        skipped=sorted(skipped),
+        confidence=sum(r.confident for r in decided) / len(decided) if decided else 1.0,
+        records=records,
+        candidates=len(parents),
+    )
+
+
+def _oriented(probe: Probe, higher_is_better: bool) -> Probe:
+    if higher_is_better:
+        return probe
+    return lambda sha, n: [-x for x in probe(sha, n)]
+
+
+def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig, total_change_pct: float) -> bool:
+    """Does the bad end differ from the culprit's level by a change that matters? (another step)"""
+    min_effect = cfg.min_effect_fraction * total_change_pct
+    n = len(samples.data.get(culprit, []))
+    while True:
+        a, b = samples.ensure(culprit, n), samples.ensure(bad, max(n, cfg.ref_samples))
+        c = compare(a, b, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
+        if c.verdict == "different":
+            return bool(np.median(b) < np.median(a))
+        # No evidence yet: look closer only if the medians are apart by a change that matters,
+        # and at most up to twice a reference's samples (a step too small to show is ignored).
+        if c.verdict == "same" or -c.delta_pct < min_effect or n >= 2 * cfg.ref_samples:
+            return False
+        n = max(n * 2, cfg.ref_samples)
+
+
+def _search(
+    graph: _Graph,
+    good: str,
+    bad: str,
+    samples: _Samples,
+    cfg: BisectConfig,
+    records: list[ProbeRecord],
+    skipped: set[str],
+    round0: int,
+) -> tuple[list[str] | None, int]:
+    cand = graph.anc[bad]  # the culprit is bad or one of its ancestors in range
+    known_bad = {bad}
+    samples.ensure(good, cfg.ref_samples)
+    samples.ensure(bad, cfg.ref_samples)
+    rounds = 0
+    with ThreadPoolExecutor(max_workers=max(1, cfg.k)) as pool:
+        while True:
+            picks = _pick(graph, cand, known_bad | skipped, cfg.k)
+            if not picks:
+                break
+            rounds += 1
+            results = list(pool.map(lambda s: _decide(s, good, bad, samples, cfg), picks))
+            for sha, (verdict, n, p_g, p_b, confident) in zip(picks, results, strict=True):
+                med = float(np.median(samples.data[sha])) if samples.data.get(sha) else None
+                if cfg.higher_is_better is False and med is not None:
+                    med = -med
+                records.append(
+                    ProbeRecord(
+                        sha=sha,
+                        verdict=verdict,
+                        samples=n,
+                        median=med,
+                        p_vs_good=p_g,
+                        p_vs_bad=p_b,
+                        confident=confident,
+                        round=round0 + rounds,
+                    )
+                )
+            # Apply good verdicts first (they only remove), then bad ones (they only intersect).
+            for sha, (verdict, *_rest) in zip(picks, results, strict=True):
+                if verdict == "skip":
+                    skipped.add(sha)
+                elif verdict == "good":
+                    cand &= ~graph.anc[sha]
+            for sha, (verdict, *_rest) in zip(picks, results, strict=True):
+                if verdict == "bad" and cand >> graph.index[sha] & 1:
+                    cand &= graph.anc[sha]
+                    known_bad.add(sha)
+    members = graph.members(cand)
+    if not members:
+        return None, rounds
+    # One member: the culprit. More: skipped commits border the oldest known-bad one, and any of
+    # them may be the first bad commit; report them all (oldest first), never the last one alone.
+    return list(reversed(members)), rounds
+
+
+def _pick(graph: _Graph, cand: int, exclude: set[str], k: int) -> list[str]:
+    """Up to k commits whose ancestor counts split the candidates most evenly into k+1 parts."""
+    total = cand.bit_count()
+    if total <= 1:
+        return []
+    scored = []
+    for sha in graph.members(cand):
+        if sha in exclude:
+            continue
+        a = (graph.anc[sha] & cand).bit_count()
+        if a < total:  # the top candidate splits nothing: it is known bad
+            scored.append((a, sha))
+    if not scored:
+        return []
+    picks: list[str] = []
+    for i in range(1, k + 1):
+        target = total * i / (k + 1)
+        best = min((s for s in scored if s[1] not in picks), key=lambda s: (abs(s[0] - target), s[1]), default=None)
+        if best is not None:
+            picks.append(best[1])
+    return picks
+
+
+def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig):
+    n = cfg.initial_samples
+    while True:
+        try:
+            c = samples.ensure(sha, n)
+        except ProbeError:
+            return "skip", len(samples.data.get(sha, [])), None, None, True
+        # The references grow with the probe once it outgrows them (rank tests stay balanced).
+        g = samples.ensure(good, max(cfg.ref_samples, n))
+        b = samples.ensure(bad, max(cfg.ref_samples, n))
+        verdict, p_g, p_b, confident = _classify(g, b, c, cfg, at_cap=n >= cfg.max_samples)
+        if verdict is not None:
+            return verdict, len(c), p_g, p_b, confident
+        n = min(n + max(cfg.step_samples, n // 2), cfg.max_samples)
+
+
+def _sandwich(c: Culprit, samples: _Samples) -> None:
+    """Re-measure the culprit and its parent afresh (new samples) and compare them."""
+    if c.parent is None:
+        return
+    n = samples.sandwich_n
+    try:
+        parent = samples.fresh(c.parent, n)
+        culprit = samples.fresh(c.sha, n)
+    except ProbeError:
+        return
+    # Samples are oriented (higher is better), so a regression is a lower culprit median.
+    cmp = compare(parent, culprit, alpha=0.01, interval=False)
+    c.delta_pct = cmp.delta_pct
+    c.p_value = cmp.p_value
+    c.verified = cmp.verdict == "different" and float(np.median(culprit)) < float(np.median(parent))
+
+
+def log2_bound(n: int) -> int:
+    """The lower bound on probes for n suspects: ceil(log2(n + 1))."""
+    return math.ceil(math.log2(n + 1))
