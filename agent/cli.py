@@ -119,5 +119,7 @@ def _load_plugins() -> None:
 
 
 def main() -> None:
+    import agent.bisect_cmd  # noqa: F401 - registers `sleuth bisect`
+
     _load_plugins()
     app()

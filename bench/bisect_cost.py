@@ -53,8 +53,7 @@ def ours(n: int, culprit: int, draw) -> tuple[bool, int, int, int]:
     shas, parents = history(n)
     res = bisect(parents, shas[0], shas[-1], lambda sha, k: draw(int(sha[1:]), k), BisectConfig())
     found = [c.sha for c in res.culprits] == [shas[culprit]]
-    sandwich = 2 * BisectConfig().sandwich_samples * len(res.culprits)
-    return found, res.probes, res.samples, res.samples - sandwich
+    return found, res.probes, res.samples, res.samples - res.verification_samples
 
 
 def git_bisect(n: int, culprit: int, draw) -> tuple[bool, int, int]:

@@ -38,6 +38,10 @@ class ProbeError(RuntimeError):
     """The state cannot be measured (does not build, launch or answer): bisection skips it."""
 
 
+class BisectError(RuntimeError):
+    """The bisection cannot start: a reference (good or bad) cannot be measured."""
+
+
 # probe(sha, n) -> n new samples of the metric at that commit (higher is better unless told).
 Probe = Callable[[str, int], list[float]]
 
@@ -67,7 +71,8 @@ class BisectResult(BaseModel):
     rejected: list[Culprit] = []  # further steps the verification sandwich did not confirm
     probes: int  # distinct commits measured while searching (references and sandwiches excluded)
     total_states: int  # everything measured: references, probes, sandwiches
-    samples: int
+    samples: int  # all of them: references, probes, step checks, verification
+    verification_samples: int  # of which the sandwiches (fresh parent/culprit A/Bs)
     rounds: int
     skipped: list[str]
     confidence: float  # share of probe decisions made below the sample cap
@@ -83,6 +88,7 @@ class BisectConfig(BaseModel):
     step_samples: int = 2
     max_samples: int = 48
     llr_clip: float = 3.0  # nats: one sample can move the log-likelihood ratio at most this far
+    consistency_p: float = 0.05  # the SPRT may call c good (bad) only if c vs good (bad) has p >= this
     min_effect_fraction: float = 0.25  # of the good->bad change: smaller steps do not count
     higher_is_better: bool = True
     k: int = 1
@@ -100,13 +106,17 @@ class _Samples:
         self.data: dict[str, list[float]] = {}
         self.lock = threading.Lock()
         self.total = 0
+        self.fresh_total = 0
 
     def fresh(self, sha: str, n: int) -> list[float]:
         """n new samples (never cached ones), which then join the commit's samples."""
+        if n <= 0:
+            return []
         new = [float(x) for x in self.probe(sha, n)]
         with self.lock:
             self.data.setdefault(sha, []).extend(new)
             self.total += len(new)
+            self.fresh_total += len(new)
         return new
 
     def ensure(self, sha: str, n: int) -> list[float]:
@@ -174,10 +184,14 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     vb = compare(bad, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
     llr = _llr(good, bad, c, cfg.llr_clip)
     bound = float(np.log(1.0 / cfg.alpha))
-    if (llr >= bound or vg.verdict == "different") and frac >= cfg.min_effect_fraction:
+    # The likelihood ratio assumes c looks like one of the two references; a level in between
+    # (several steps) would fool it, so it may only conclude where a rank test agrees.
+    sprt_bad = llr >= bound and vb.p_value >= cfg.consistency_p
+    sprt_good = llr <= -bound and vg.p_value >= cfg.consistency_p
+    if (sprt_bad or vg.verdict == "different") and frac >= cfg.min_effect_fraction:
         return "bad", vg.p_value, vb.p_value, True
     if (
-        (llr <= -bound and frac < 1 - cfg.min_effect_fraction)
+        sprt_good
         or vg.verdict == "same"
         or (vb.verdict == "different" and frac < cfg.min_effect_fraction and vg.verdict != "different")
     ):
@@ -193,21 +207,33 @@ def bisect(
     bad: str,
     probe: Probe,
     cfg: BisectConfig | None = None,
+    on_record: Callable[[ProbeRecord], None] | None = None,
 ) -> BisectResult:
-    """Find the culprit(s) in ``parents`` (good..bad with parents, e.g. ``CliGit.rev_list``)."""
+    """Find the culprit(s) in ``parents`` (good..bad with parents, e.g. ``CliGit.rev_list``).
+
+    Raises BisectError when good or bad cannot be measured; ``on_record`` sees each probe."""
     cfg = cfg or BisectConfig()
     samples = _Samples(_oriented(probe, cfg.higher_is_better), cfg.sandwich_samples)
+    for ref, name in ((bad, "bad"), (good, "good")):
+        try:
+            samples.ensure(ref, cfg.ref_samples)
+        except ProbeError as exc:
+            raise BisectError(f"the {name} reference {ref[:10]} cannot be measured: {exc}") from exc
     records: list[ProbeRecord] = []
     skipped: set[str] = set()
     culprits: list[Culprit] = []
+    rejected: list[Culprit] = []
     rounds = 0
     good_ref = good
     remaining = dict(parents)
-    for _ in range(cfg.max_culprits):
+    retried = False
+    for _ in range(2 * cfg.max_culprits):
+        if len(culprits) >= cfg.max_culprits:
+            break
         graph = _Graph(remaining)
         if bad not in graph.index:
             break
-        found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds)
+        found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds, on_record)
         rounds += used_rounds
         if found is None:
             break
@@ -221,23 +247,29 @@ def bisect(
             verified=False,
         )
         if cfg.verify:
-            _sandwich(c, samples)  # its fresh culprit samples also serve the step check below
+            _sandwich(c, samples, 4 * cfg.sandwich_samples)  # its culprit samples also serve the step check
+            if not c.verified and not retried:
+                # The fresh A/B does not confirm it: a probe decision was probably wrong. Search
+                # again; every probe is re-decided with all the samples it has now.
+                retried = True
+                rejected.append(c)
+                continue
+        retried = False
         culprits.append(c)
         if culprit == bad:
             break
         # Is there another step above this one? Compare the culprit's level with the bad end.
-        ref, bad_s = samples.ensure(good, cfg.ref_samples), samples.ensure(bad, cfg.ref_samples)
-        change = abs(np.median(bad_s) - np.median(ref)) / abs(np.median(ref)) * 100
-        if not _more_steps(samples, culprit, bad, cfg, change):
+        if not _more_steps(samples, culprit, bad, cfg):
             break
         samples.ensure(culprit, cfg.ref_samples)  # it becomes a reference: give it a reference's samples
         good_ref = culprit
         keep = graph.anc[bad] & ~graph.anc[culprit]
         remaining = {s: parents[s] for s in graph.members(keep)}
     # A further step that a fresh A/B against its parent does not confirm is not reported as a
-    # culprit (the first one stands: good and bad are known to differ).
-    rejected = [c for c in culprits[1:] if cfg.verify and not c.verified]
+    # culprit (the first one stands, flagged unverified: good and bad are known to differ).
+    rejected += [c for c in culprits[1:] if cfg.verify and not c.verified]
     culprits = [c for i, c in enumerate(culprits) if i == 0 or not cfg.verify or c.verified]
+    rejected = [c for c in rejected if c.sha not in {k.sha for k in culprits}]
     decided = [r for r in records if r.verdict != "skip"]
     return BisectResult(
         culprits=culprits,
@@ -245,6 +277,7 @@ def bisect(
         probes=len({r.sha for r in records}),
         total_states=len(samples.data),
         samples=samples.total,
+        verification_samples=samples.fresh_total,
         rounds=rounds,
         skipped=sorted(skipped),
         confidence=sum(r.confident for r in decided) / len(decided) if decided else 1.0,
@@ -259,20 +292,17 @@ def _oriented(probe: Probe, higher_is_better: bool) -> Probe:
     return lambda sha, n: [-x for x in probe(sha, n)]
 
 
-def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig, total_change_pct: float) -> bool:
-    """Does the bad end differ from the culprit's level by a change that matters? (another step)"""
-    min_effect = cfg.min_effect_fraction * total_change_pct
-    n = len(samples.data.get(culprit, []))
-    while True:
-        a, b = samples.ensure(culprit, n), samples.ensure(bad, max(n, cfg.ref_samples))
-        c = compare(a, b, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
-        if c.verdict == "different":
-            return bool(np.median(b) < np.median(a))
-        # No evidence yet: look closer only if the medians are apart by a change that matters,
-        # and at most up to twice a reference's samples (a step too small to show is ignored).
-        if c.verdict == "same" or -c.delta_pct < min_effect or n >= 2 * cfg.ref_samples:
-            return False
-        n = max(n * 2, cfg.ref_samples)
+def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig) -> bool:
+    """Is the bad end still worse than the culprit's level (another step above it)?
+
+    A lenient rank test (p <= 0.01) on the samples already taken: a false "yes" only costs a
+    search, because every further culprit must pass its own verification sandwich."""
+    a = samples.data.get(culprit, [])
+    b = samples.ensure(bad, max(len(a), cfg.ref_samples))
+    if len(a) < 3:
+        return False
+    c = compare(a, b, alpha=0.01, interval=False)
+    return c.verdict == "different" and float(np.median(b)) < float(np.median(a))
 
 
 def _search(
@@ -284,6 +314,7 @@ def _search(
     records: list[ProbeRecord],
     skipped: set[str],
     round0: int,
+    on_record: Callable[[ProbeRecord], None] | None = None,
 ) -> tuple[list[str] | None, int]:
     cand = graph.anc[bad]  # the culprit is bad or one of its ancestors in range
     known_bad = {bad}
@@ -301,18 +332,19 @@ def _search(
                 med = float(np.median(samples.data[sha])) if samples.data.get(sha) else None
                 if cfg.higher_is_better is False and med is not None:
                     med = -med
-                records.append(
-                    ProbeRecord(
-                        sha=sha,
-                        verdict=verdict,
-                        samples=n,
-                        median=med,
-                        p_vs_good=p_g,
-                        p_vs_bad=p_b,
-                        confident=confident,
-                        round=round0 + rounds,
-                    )
+                rec = ProbeRecord(
+                    sha=sha,
+                    verdict=verdict,
+                    samples=n,
+                    median=med,
+                    p_vs_good=p_g,
+                    p_vs_bad=p_b,
+                    confident=confident,
+                    round=round0 + rounds,
                 )
+                records.append(rec)
+                if on_record is not None:
+                    on_record(rec)
             # Apply good verdicts first (they only remove), then bad ones (they only intersect).
             for sha, (verdict, *_rest) in zip(picks, results, strict=True):
                 if verdict == "skip":
@@ -370,18 +402,25 @@ def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig)
         n = min(n + max(cfg.step_samples, n // 2), cfg.max_samples)
 
 
-def _sandwich(c: Culprit, samples: _Samples) -> None:
-    """Re-measure the culprit and its parent afresh (new samples) and compare them."""
+def _sandwich(c: Culprit, samples: _Samples, max_n: int) -> None:
+    """Re-measure the culprit and its parent afresh (new samples) and compare them, growing the
+    samples (doubling, up to ``max_n`` per side) while the answer is unknown."""
     if c.parent is None:
         return
+    parent: list[float] = []
+    culprit: list[float] = []
     n = samples.sandwich_n
     try:
-        parent = samples.fresh(c.parent, n)
-        culprit = samples.fresh(c.sha, n)
+        while True:
+            parent += samples.fresh(c.parent, n - len(parent))
+            culprit += samples.fresh(c.sha, n - len(culprit))
+            # Samples are oriented (higher is better): a regression is a lower culprit median.
+            cmp = compare(parent, culprit, alpha=0.01, interval=False)
+            if cmp.verdict == "different" or n >= max_n:
+                break
+            n = min(2 * n, max_n)
     except ProbeError:
         return
-    # Samples are oriented (higher is better), so a regression is a lower culprit median.
-    cmp = compare(parent, culprit, alpha=0.01, interval=False)
     c.delta_pct = cmp.delta_pct
     c.p_value = cmp.p_value
     c.verified = cmp.verdict == "different" and float(np.median(culprit)) < float(np.median(parent))

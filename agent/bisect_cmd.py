@@ -1,0 +1,147 @@
+"""``sleuth bisect``: noisy bisection of a real repository, locally or on a host over SSH.
+
+Everything it needs can come from flags or from an alert (``--alert alert.json``: the lab's and
+any Alertmanager payload with ``launch_command`` / ``benchmark_command`` / ``good_ref``
+annotations). Bad input (no repo, unknown ref, unreachable host, a launch command that exits at
+once) is one line naming it, exit code 2, and no process left running.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from agent.cli import app, bad_input, console, out, print_json
+from tools.bench import BenchConfig
+from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
+from tools.git import GitError, open_repo
+from tools.host import Host, HostError, LocalHost
+from tools.measure import Measurer, Workload
+from tools.ssh import SSHHost
+
+
+def _alert_annotations(path: Path) -> dict[str, str]:
+    try:
+        payload = json.loads(path.read_text())
+        alert = payload["alerts"][0] if "alerts" in payload else payload
+        return dict(alert.get("annotations") or payload.get("commonAnnotations") or {})
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        bad_input(f"--alert: {path}: not an alert payload ({exc})")
+
+
+def _bench_options(command: str) -> dict[str, str]:
+    words = shlex.split(command)
+    return {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
+
+
+def _host(alias: str | None, known_hosts: Path | None, accept_new: bool) -> Host:
+    if alias is None:
+        return LocalHost()
+    host = SSHHost(alias, known_hosts=known_hosts, host_key_policy="accept-new" if accept_new else "reject")
+    try:
+        host.connect()
+    except HostError as exc:
+        bad_input(f"--host {alias}: {exc}")
+    return host
+
+
+@app.command("bisect")
+def bisect_cmd(
+    repo: Annotated[str | None, typer.Option(help="repository path (on the host)")] = None,
+    good: Annotated[str | None, typer.Option(help="known-good ref")] = None,
+    bad: Annotated[str, typer.Option(help="bad ref")] = "HEAD",
+    launch: Annotated[str | None, typer.Option(help="launch template with {worktree} and {port}")] = None,
+    model: Annotated[str | None, typer.Option(help="model name for the benchmark")] = None,
+    requests: Annotated[int, typer.Option(min=1, help="requests per sample")] = 2,
+    max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens per request")] = 32,
+    time_scale: Annotated[float, typer.Option(min=0.0001, help="lab servers' clock scale")] = 1.0,
+    metric: Annotated[str, typer.Option(help="tok_per_s | output_tok_per_s | ttft_s | latency_s")] = "tok_per_s",
+    alert: Annotated[Path | None, typer.Option(help="take launch, benchmark and good ref from an alert")] = None,
+    host: Annotated[str | None, typer.Option(help="ssh host or ~/.ssh/config alias (default: this machine)")] = None,
+    known_hosts: Annotated[Path | None, typer.Option(help="known_hosts file for --host")] = None,
+    accept_new_host_key: Annotated[bool, typer.Option(help="trust an unknown host key (never a changed one)")] = False,
+    first_parent: Annotated[bool, typer.Option(help="bisect the first-parent line only")] = False,
+    k: Annotated[int, typer.Option(min=1, max=16, help="probes in flight per round")] = 1,
+    workdir: Annotated[Path, typer.Option(help="logs and scratch files")] = Path("/tmp/sleuth-bisect"),
+    json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Find the commit(s) that changed a benchmark metric between GOOD and BAD, with statistics."""
+    if metric not in ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s"):
+        bad_input(f"--metric: unknown metric '{metric}'")
+    if alert is not None:
+        ann = _alert_annotations(alert)
+        launch = launch or ann.get("launch_command")
+        good = good or ann.get("good_ref")
+        repo = repo or ann.get("repo")
+        opts = _bench_options(ann.get("benchmark_command", ""))
+        model = model or opts.get("--model")
+        requests = int(opts.get("--requests", requests))
+        max_tokens = int(opts.get("--max-tokens", max_tokens))
+        time_scale = float(opts.get("--time-scale", time_scale))
+    for flag, value in (("--repo", repo), ("--good", good), ("--launch", launch), ("--model", model)):
+        if not value:
+            bad_input(f"{flag}: required (give it, or an --alert that carries it)")
+    assert repo and good and launch and model
+    h = _host(host, known_hosts, accept_new_host_key)
+    try:
+        git = open_repo(repo, h)
+        good_sha, bad_sha = git.rev_parse(good), git.rev_parse(bad)
+    except GitError as exc:
+        flag = "--good" if good in str(exc) else "--bad" if bad in str(exc) else "--repo"
+        bad_input(f"{flag}: {exc}")
+    parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
+    if not parents:
+        bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
+    workload = Workload(
+        bench=BenchConfig(
+            endpoint="http://unset/v1", model=model, requests=requests, max_tokens=max_tokens, time_scale=time_scale
+        ),
+        metric=metric,
+    )
+    measurer = Measurer(h, git, workdir / "logs")
+    cfg = BisectConfig(k=k, higher_is_better=metric in ("tok_per_s", "output_tok_per_s"))
+
+    def show(rec: ProbeRecord) -> None:
+        console.print(
+            f"  probe {rec.sha[:10]}: {rec.verdict:<4} ({rec.samples} samples, median "
+            f"{rec.median if rec.median is None else round(rec.median, 2)})",
+            highlight=False,
+        )
+
+    console.print(
+        f"bisecting {len(parents)} commits of {good}..{bad} on {h.name} (bound {log2_bound(len(parents))} probes)",
+        highlight=False,
+    )
+    try:
+        res = bisect(parents, good_sha, bad_sha, measurer.probe_fn(launch, workload), cfg, on_record=show)
+    except BisectError as exc:
+        bad_input(f"--launch: {exc}".replace("\n", " | ")[:400])
+    finally:
+        h.close()
+    if json_out:
+        print_json(res.model_dump(mode="json"))
+        return
+    t = Table(title=f"culprit(s) in {good}..{bad}")
+    for col in ("commit", "subject", "change", "p", "verified", "suspects"):
+        t.add_column(col)
+    for c in res.culprits:
+        subject = git.log(c.sha, max_count=1)[0].subject if h is not None else ""
+        t.add_row(
+            c.sha[:12],
+            subject,
+            f"{c.delta_pct:+.1f}%" if c.delta_pct is not None else "",
+            f"{c.p_value:.1e}" if c.p_value is not None else "",
+            "yes" if c.verified else "no",
+            ", ".join(s[:10] for s in c.suspects) if len(c.suspects) > 1 else "",
+        )
+    out.print(t)
+    out.print(
+        f"probes {res.probes} (bound {log2_bound(res.candidates)}), samples {res.samples}, "
+        f"skipped {len(res.skipped)}, confidence {res.confidence:.0%}",
+        highlight=False,
+    )
