@@ -1,0 +1,105 @@
+"""Noisy bisection finds the step(s) in a commit graph with statistics, not single samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tools.bisect import BisectConfig, BisectError, ProbeError, bisect, log2_bound
+
+
+def chain(n: int) -> tuple[list[str], dict[str, list[str]]]:
+    shas = [f"c{i:04d}" for i in range(n + 1)]
+    return shas, {shas[i]: [shas[i - 1]] for i in range(n, 0, -1)}
+
+
+def noisy(levels, cv: float, seed: int, broken=frozenset()):
+    rng = np.random.default_rng(seed)
+    calls: list[tuple[str, int]] = []
+
+    def probe(sha: str, n: int) -> list[float]:
+        calls.append((sha, n))
+        if sha in broken:
+            raise ProbeError(f"{sha} does not launch")
+        mu = levels(sha)
+        return list(rng.normal(mu, cv * mu, n))
+
+    return probe, calls
+
+
+@pytest.mark.parametrize(("n", "cv"), [(8, 0.05), (32, 0.10), (128, 0.10)])
+def test_one_step_is_found_within_the_log2_bound(n, cv):
+    for seed in range(5):
+        culprit = 1 + (seed * 37) % n
+        shas, parents = chain(n)
+        probe, _ = noisy(lambda s, c=culprit: 100 * (0.8 if int(s[1:]) >= c else 1), cv, seed)
+        res = bisect(parents, shas[0], shas[-1], probe)
+        assert [c.sha for c in res.culprits] == [shas[culprit]], (n, cv, seed)
+        assert res.culprits[0].verified and res.culprits[0].delta_pct < -10
+        assert res.probes <= 1.5 * log2_bound(n)
+
+
+def test_a_single_sample_would_mislead_but_the_probe_takes_several():
+    shas, parents = chain(16)
+    probe, calls = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 9 else 1), 0.10, 3)
+    res = bisect(parents, shas[0], shas[-1], probe)
+    assert [c.sha for c in res.culprits] == ["c0009"]
+    assert all(r.samples >= BisectConfig().initial_samples for r in res.records)
+    assert res.samples == sum(n for _, n in calls)
+
+
+def test_two_steps_give_two_culprits():
+    shas, parents = chain(64)
+    probe, _ = noisy(lambda s: 100 * (0.85 if int(s[1:]) >= 20 else 1) * (0.85 if int(s[1:]) >= 45 else 1), 0.04, 1)
+    res = bisect(parents, shas[0], shas[-1], probe)
+    assert [c.sha for c in res.culprits] == ["c0020", "c0045"]
+    assert all(c.verified for c in res.culprits)
+
+
+def test_unlaunchable_commits_are_skipped_and_never_blamed_alone():
+    shas, parents = chain(32)
+    broken = frozenset({"c0010", "c0011"})
+    probe, _ = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 12 else 1), 0.05, 2, broken)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(verify=False))
+    (c,) = res.culprits
+    assert c.suspects == ["c0010", "c0011", "c0012"]  # the step may hide in the broken stretch
+    assert set(res.skipped) == broken
+    # A broken stretch away from the step does not disturb the answer.
+    probe, _ = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 25 else 1), 0.05, 2, broken)
+    res = bisect(parents, shas[0], shas[-1], probe)
+    assert [c.sha for c in res.culprits] == ["c0025"] and res.culprits[0].suspects == ["c0025"]
+
+
+def test_merged_side_branches_are_searched_too():
+    # main: g - m1 - m2 - M(merge) - m3 ; side: g - s1 - s2(culprit) - s3 -> merged at M
+    parents = {"m3": ["M"], "M": ["m2", "s3"], "s3": ["s2"], "s2": ["s1"], "s1": ["g"], "m2": ["m1"], "m1": ["g"]}
+    has_culprit = {"s2", "s3", "M", "m3"}
+    probe, _ = noisy(lambda s: 80.0 if s in has_culprit else 100.0, 0.03, 4)
+    res = bisect(parents, "g", "m3", probe)
+    assert [c.sha for c in res.culprits] == ["s2"]
+    first_parent = {k: v[:1] for k, v in parents.items() if k in ("m3", "M", "m2", "m1")}
+    res = bisect(first_parent, "g", "m3", probe)
+    assert [c.sha for c in res.culprits] == ["M"]  # on the mainline, the merge brought it
+
+
+def test_k_way_rounds_are_fewer():
+    shas, parents = chain(128)
+    level = lambda s: 100 * (0.8 if int(s[1:]) >= 77 else 1)  # noqa: E731
+    one = bisect(parents, shas[0], shas[-1], noisy(level, 0.05, 5)[0], BisectConfig(k=1))
+    three = bisect(parents, shas[0], shas[-1], noisy(level, 0.05, 5)[0], BisectConfig(k=3))
+    assert [c.sha for c in one.culprits] == [c.sha for c in three.culprits] == ["c0077"]
+    assert three.rounds < one.rounds
+
+
+def test_lower_is_better_metrics_bisect_the_same_way():
+    shas, parents = chain(16)
+    probe, _ = noisy(lambda s: 20.0 * (1.3 if int(s[1:]) >= 6 else 1), 0.05, 6)  # latency up 30 %
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(higher_is_better=False))
+    assert [c.sha for c in res.culprits] == ["c0006"] and res.culprits[0].verified
+
+
+def test_a_reference_that_cannot_be_measured_stops_the_bisection():
+    shas, parents = chain(8)
+    probe, _ = noisy(lambda s: 100.0, 0.05, 7, frozenset({shas[-1]}))
+    with pytest.raises(BisectError, match="bad reference c0008 cannot be measured"):
+        bisect(parents, shas[0], shas[-1], probe)

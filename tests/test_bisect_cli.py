@@ -1,0 +1,79 @@
+"""``sleuth bisect`` on a real lab repository; bad input is one line, exit 2, nothing left running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_exe
+
+SPEC = """
+name = "bisect16"
+seed = 16
+[history]
+filler = 2
+[[committed]]
+filler = 6
+[[committed]]
+id = "slow"
+subject = "Fuse the shared expert into the routed GEMM"
+edits = [{ path = "python/minisglang/models/deepseek_v2.py", effect = { cost = "moe_experts", add_us = 30 } }]
+[[committed]]
+filler = 8
+[launch]
+flags = []
+[alert]
+good = 89
+bad = 79
+give_good_ref = true
+requests = 2
+max_tokens = 24
+[truth]
+culprits = ["slow"]
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    root = tmp_path_factory.mktemp("b16")
+    (root / "s.toml").write_text(textwrap.dedent(SPEC))
+    return build(load_spec(root / "s.toml"), root / "scenario")
+
+
+def sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def no_servers_left(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+
+
+def test_bisect_finds_the_lab_culprit_from_the_alert(scenario, tmp_path):
+    proc = sleuth("bisect", "--alert", str(scenario.root / "alert.json"), "--workdir", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert [c["sha"] for c in res["culprits"]] == [scenario.truth["root_causes"][0]["ref"]]
+    assert res["culprits"][0]["verified"] and res["probes"] <= 6
+    assert no_servers_left(str(scenario.root))
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--good", "no-such-ref"], "error: --good: unknown ref 'no-such-ref' in "),
+        (["--repo", "/tmp"], "error: --repo: /tmp is not a git repository"),
+        (["--host", "127.0.0.1:1"], "error: --host 127.0.0.1:1: "),
+        (["--launch", "echo booting; exit 3"], "error: --launch: the bad reference "),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):
+    proc = sleuth("bisect", "--alert", str(scenario.root / "alert.json"), "--workdir", str(tmp_path), *extra)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith(expected), lines
+    assert no_servers_left(str(scenario.root))
