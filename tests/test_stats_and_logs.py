@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tools.serverlog import parse_log
-from tools.stats import compare, min_p_value, summarize
+from tools.stats import compare, high_threshold, min_p_value, summarize
 
 
 def test_clearly_separated_samples_are_different_with_the_right_sign():
@@ -16,20 +16,34 @@ def test_clearly_separated_samples_are_different_with_the_right_sign():
     assert -40 < c.delta_pct < -30 and c.delta_ci_low < c.delta_pct < c.delta_ci_high
 
 
-def test_samples_from_one_distribution_are_the_same():
+def test_same_needs_a_smallest_effect_that_matters():
     rng = np.random.default_rng(2)
-    c = compare(rng.normal(90, 3, 12), rng.normal(90, 3, 12))
-    assert c.verdict == "same"
+    a, b = rng.normal(90, 1, 12), rng.normal(90, 1, 12)
+    assert compare(a, b).verdict == "unknown"  # no effect named: nothing can be ruled out
+    assert compare(a, b, min_effect_pct=5).verdict == "same"  # 5 % is 4.5 sd: it would have shown
 
 
-def test_too_few_samples_are_undecided_rather_than_guessed():
+def test_the_same_threshold_rises_with_noise_and_falls_with_samples():
+    assert high_threshold(8, 8, 4.0) < high_threshold(8, 8, 1.0)
+    assert high_threshold(40, 40, 1.0) < high_threshold(8, 8, 1.0)
+
+
+def test_too_few_samples_stay_unknown_rather_than_guessed():
     assert min_p_value(2, 2) > 0.01
-    assert compare([94.0, 95.0], [60.0, 61.0]).verdict == "undecided"
+    assert compare([94.0, 95.0], [60.0, 61.0], min_effect_pct=5).verdict == "unknown"
+
+
+def test_kolmogorov_smirnov_catches_a_change_of_spread():
+    rng = np.random.default_rng(3)
+    a = rng.normal(100, 1, 60)
+    b = np.concatenate([rng.normal(92, 1, 30), rng.normal(108, 1, 30)])  # same median, bimodal
+    c = compare(a, b)
+    assert c.p_ks < 0.01 < c.p_mwu and c.verdict == "different"
 
 
 def test_summary_interval_brackets_the_median():
     s = summarize([10, 11, 12, 13, 14, 15, 100])
-    assert s.median == 13 and s.ci_low <= 13 <= s.ci_high and s.n == 7
+    assert s.median == 13 and s.ci_low <= 13 <= s.ci_high and s.n == 7 and s.iqr == 3.0
 
 
 LOG = """\
