@@ -342,6 +342,18 @@ def _numstat(line: str) -> FileStat:
     )
 
 
+def _commit_info(c) -> CommitInfo:
+    """A GitPython commit as the same model the CLI backend returns."""
+    return CommitInfo(
+        sha=c.hexsha,
+        parents=[p.hexsha for p in c.parents],
+        author=c.author.name or "",
+        author_email=c.author.email or "",
+        date=c.authored_datetime.isoformat(),
+        subject=c.summary,
+    )
+
+
 class LocalGit(CliGit):
     """This machine's repositories through GitPython (the reads); probes share the CLI code path."""
 
@@ -382,17 +394,7 @@ class LocalGit(CliGit):
         kwargs: dict = {"first_parent": True} if first_parent else {}
         if max_count:
             kwargs["max_count"] = max_count
-        return [
-            CommitInfo(
-                sha=c.hexsha,
-                parents=[p.hexsha for p in c.parents],
-                author=c.author.name or "",
-                author_email=c.author.email or "",
-                date=c.authored_datetime.isoformat(),
-                subject=c.summary,
-            )
-            for c in self.repo.iter_commits(rev_range, **kwargs)
-        ]
+        return [_commit_info(c) for c in self.repo.iter_commits(rev_range, **kwargs)]
 
     def reflog(self, ref: str = "HEAD", limit: int | None = None) -> list[ReflogEntry]:
         ref_obj = self.repo.head if ref == "HEAD" else self.repo.refs[ref]
@@ -418,14 +420,7 @@ class LocalGit(CliGit):
     def show_stat(self, ref: str) -> ShowStat:
         c = self._commit(ref)
         files = [FileStat(path=p, added=s["insertions"], deleted=s["deletions"]) for p, s in c.stats.files.items()]
-        info = CommitInfo(
-            sha=c.hexsha,
-            parents=[p.hexsha for p in c.parents],
-            author=c.author.name or "",
-            author_email=c.author.email or "",
-            date=c.authored_datetime.isoformat(),
-            subject=c.summary,
-        )
+        info = _commit_info(c)
         message = c.message if isinstance(c.message, str) else c.message.decode()
         body = message.split("\n", 1)[1].strip() if "\n" in message else ""
         return ShowStat(commit=info, body=body, stat=DiffStat.of(files))

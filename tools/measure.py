@@ -62,6 +62,17 @@ class Measurement(BaseModel):
     launches: int
 
 
+def _measurement(state: State, tree: str, entry: dict) -> Measurement:
+    return Measurement(
+        state=state,
+        tree=tree,
+        samples=list(entry["samples"]),
+        summary=summarize(entry["samples"]),
+        verify_ms=list(entry["verify_ms"]),
+        launches=entry["launches"],
+    )
+
+
 class MeasureCache:
     """Samples per (tree, launch, env, workload). In memory; ``path`` persists it as JSON."""
 
@@ -147,14 +158,7 @@ class Measurer:
                     if on_sample:
                         on_sample(state.label, value)
             self.cache.save()
-        return Measurement(
-            state=state,
-            tree=tree,
-            samples=list(entry["samples"]),
-            summary=summarize(entry["samples"]),
-            verify_ms=list(entry["verify_ms"]),
-            launches=entry["launches"],
-        )
+        return _measurement(state, tree, entry)
 
     def compare_states(
         self,
@@ -182,23 +186,7 @@ class Measurer:
             if cmp.verdict != "unknown" or n >= max_samples:
                 break
             n = min(2 * n, max_samples)
-        ma = Measurement(
-            state=a,
-            tree=tree_a,
-            samples=list(ea["samples"]),
-            summary=summarize(ea["samples"]),
-            verify_ms=list(ea["verify_ms"]),
-            launches=ea["launches"],
-        )
-        mb = Measurement(
-            state=b,
-            tree=tree_b,
-            samples=list(eb["samples"]),
-            summary=summarize(eb["samples"]),
-            verify_ms=list(eb["verify_ms"]),
-            launches=eb["launches"],
-        )
-        return cmp, ma, mb
+        return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def _launch_counted(self, stack: ExitStack, state: State, entry: dict) -> Server:
         server = self._server(stack, state)
