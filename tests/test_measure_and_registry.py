@@ -43,7 +43,7 @@ def test_interleaved_ab_separates_good_from_bad_and_alternates(lab):
     cmp, ma, mb = m.compare_states(a, b, own, samples=5, on_sample=lambda label, _v: order.append(label))
     assert cmp.verdict == "different" and cmp.delta_pct < -20
     assert order[:4] == ["A-good", "B-head", "A-good", "B-head"]
-    assert ma.launches == 1 and mb.launches == 1  # warm servers, one launch each
+    assert ma.launches == 1 and mb.launches == 1  # warm servers, one launch each, across doubling rounds
 
 
 def test_a_state_that_does_not_launch_is_a_probe_error(lab):

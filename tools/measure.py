@@ -177,15 +177,17 @@ class Measurer:
         ea, tree_a = self._entry(a, workload)
         eb, tree_b = self._entry(b, workload)
         n = samples
-        while True:
-            need = max(0, n - len(ea["samples"])), max(0, n - len(eb["samples"]))
-            if any(need):
-                self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample)
-                self.cache.save()
-            cmp = compare(ea["samples"], eb["samples"], alpha=alpha, min_effect_pct=min_effect_pct)
-            if cmp.verdict != "unknown" or n >= max_samples:
-                break
-            n = min(2 * n, max_samples)
+        with ExitStack() as warm:  # warm servers live across the doubling rounds
+            servers: dict[str, Server] = {}
+            while True:
+                need = max(0, n - len(ea["samples"])), max(0, n - len(eb["samples"]))
+                if any(need):
+                    self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample, warm, servers)
+                    self.cache.save()
+                cmp = compare(ea["samples"], eb["samples"], alpha=alpha, min_effect_pct=min_effect_pct)
+                if cmp.verdict != "unknown" or n >= max_samples:
+                    break
+                n = min(2 * n, max_samples)
         return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def _launch_counted(self, stack: ExitStack, state: State, entry: dict) -> Server:
@@ -193,25 +195,31 @@ class Measurer:
         entry["launches"] += 1
         return server
 
-    def _interleave(self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample) -> None:
-        with ExitStack() as warm:
-            servers: dict[str, Server] = {}
-            for i in range(max(n for _, _, n in sides)):
-                for state, entry, n in sides:
-                    if i >= n:
-                        continue
-                    if fresh:
-                        with ExitStack() as once:
-                            value, verify = self._sample(self._launch_counted(once, state, entry), workload)
-                    else:
-                        if state.label not in servers:
-                            servers[state.label] = self._launch_counted(warm, state, entry)
-                        value, verify = self._sample(servers[state.label], workload)
-                    entry["samples"].append(value)
-                    if verify is not None:
-                        entry["verify_ms"].append(verify)
-                    if on_sample:
-                        on_sample(state.label, value)
+    def _interleave(
+        self,
+        sides: list[tuple[State, dict, int]],
+        workload: Workload,
+        fresh: bool,
+        on_sample,
+        warm: ExitStack,
+        servers: dict[str, Server],
+    ) -> None:
+        for i in range(max(n for _, _, n in sides)):
+            for state, entry, n in sides:
+                if i >= n:
+                    continue
+                if fresh:
+                    with ExitStack() as once:
+                        value, verify = self._sample(self._launch_counted(once, state, entry), workload)
+                else:
+                    if state.label not in servers:
+                        servers[state.label] = self._launch_counted(warm, state, entry)
+                    value, verify = self._sample(servers[state.label], workload)
+                entry["samples"].append(value)
+                if verify is not None:
+                    entry["verify_ms"].append(verify)
+                if on_sample:
+                    on_sample(state.label, value)
 
     def probe_fn(self, launch_template: str, workload: Workload, env: dict[str, str] | None = None):
         """A ``tools.bisect.Probe``: the next n samples of a commit (cached ones first, then new
