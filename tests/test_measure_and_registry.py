@@ -113,3 +113,14 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
     rec = call("measure", args, ctx)
     assert rec.ok, rec.error
     assert rec.result["state"]["ref"] != seed_scenario.head_sha and len(rec.result["samples"]) == 2
+
+
+def test_doubling_rounds_reuse_the_warm_servers(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 12}))
+    a = State(label="A", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="B", ref=scen.head_sha, launch=ann["launch_command"])
+    # 2 vs 2 samples can never reach p <= 0.01, nor can 4 vs 4: two rounds, then the cap.
+    cmp, ma, mb = m.compare_states(a, b, own, samples=2, max_samples=4)
+    assert cmp.verdict == "unknown" and (cmp.n_a, cmp.n_b) == (4, 4)
+    assert ma.launches == 1 and mb.launches == 1
