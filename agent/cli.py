@@ -119,7 +119,8 @@ def _load_plugins() -> None:
 
 
 def main() -> None:
-    import agent.bisect_cmd  # noqa: F401 - registers `sleuth bisect`
+    import agent.bisect_cmd
+    import agent.hunt_cmd  # noqa: F401 - registers `sleuth demo`, `hunt`, `approve`, `reject`
 
     _load_plugins()
     app()

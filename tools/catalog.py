@@ -99,6 +99,7 @@ class Branch(BaseModel):
 
 
 class GpuQuery(BaseModel):
+    setup: str = Field(default="", description="shell setup to run first (e.g. '. /etc/profile && '), as for a launch")
     fields: list[str] = [
         "index",
         "name",

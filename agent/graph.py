@@ -1,0 +1,269 @@
+"""The triage graph (LangGraph): what no policy may skip is enforced here.
+
+    intake -> reproduce -> plan -> investigate (loop: one hypothesis, its test, its verdict)
+           -> localize -> confirm -> propose -> approval (interrupt) -> apply -> verify -> report
+
+The state is the ``Hunt`` model as plain JSON (checkpointed in SQLite after every node, thread id
+= run id), so ``sleuth approve RUN`` resumes in another process, hours later. Budgets are checked
+on every probe; running out ends the hunt as ``inconclusive`` with what was learned. The only
+``mutate`` tool (landing the revert) runs in ``apply``, a node reached only through the approval
+interrupt; the node that asks re-runs on resume, so it has no side effects of its own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypedDict
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from pydantic import BaseModel
+
+from agent import policy
+from agent.report import write_report
+from agent.runtime import BudgetExhausted, Runtime
+from agent.state import Hunt
+
+
+class GraphState(TypedDict):
+    hunt: dict
+
+
+class Decision(BaseModel):
+    """A person's answer to the approval interrupt."""
+
+    approved: bool
+    reason: str = ""
+    branch: str | None = None
+
+
+class Hunter:
+    """Builds the compiled graph for a checkpoint DB and a runs dir; keeps one Runtime per run."""
+
+    def __init__(self, db: Path, runs_dir: Path, on_event: Callable[[Hunt, str], None] | None = None) -> None:
+        self.db, self.runs_dir, self.on_event = db, runs_dir, on_event
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.saver = SqliteSaver(sqlite3.connect(str(db), check_same_thread=False))
+        self.runtimes: dict[str, Runtime] = {}
+        self.app = self._build().compile(checkpointer=self.saver)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def runtime(self, hunt: Hunt) -> Runtime:
+        if hunt.run_id not in self.runtimes:
+            self.runtimes[hunt.run_id] = Runtime(hunt, self.run_dir(hunt.run_id), self.on_event)
+        return self.runtimes[hunt.run_id]
+
+    def close(self) -> None:
+        for rt in self.runtimes.values():
+            rt.close()
+        self.saver.conn.close()
+
+    # -- nodes -------------------------------------------------------------------------------
+    def _node(self, fn: Callable[[Hunt, Runtime], None], phase: str):
+        def run(state: GraphState) -> GraphState:
+            hunt = Hunt.model_validate(state["hunt"])
+            if hunt.status in ("inconclusive", "failed"):
+                return {"hunt": hunt.model_dump(mode="json")}
+            hunt.phase = phase
+            rt = self.runtime(hunt)
+            try:
+                fn(hunt, rt)
+            except BudgetExhausted as exc:
+                hunt.status, hunt.error = "inconclusive", str(exc)
+                rt.say(hunt, "budget", str(exc))
+            except Exception as exc:
+                hunt.status = "failed"
+                hunt.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                (rt.run_dir / "error.txt").write_text(traceback.format_exc())
+                rt.say(hunt, "error", hunt.error)
+            return {"hunt": hunt.model_dump(mode="json")}
+
+        return run
+
+    @staticmethod
+    def _intake(hunt: Hunt, rt: Runtime) -> None:
+        rt.ctx.git.rev_parse("HEAD")
+        rt.say(hunt, "intake", hunt.target.summary or f"hunting {hunt.target.metric} on {hunt.target.repo}")
+
+    @staticmethod
+    def _investigate(hunt: Hunt, rt: Runtime) -> None:
+        h = policy.next_open(hunt)
+        if h is not None:
+            rt.say(hunt, "test", f"testing {h.id} [{h.category}]: {h.test}")
+            policy.test(hunt, rt, h)
+            rt.say(hunt, "verdict", f"{h.id} {h.status}: {h.reason}")
+
+    @staticmethod
+    def _confirm(hunt: Hunt, rt: Runtime) -> None:
+        if not policy.confirm(hunt, rt):
+            # Self-correction: the culprit did not survive the A/B; say so and go back to the ledger.
+            for h in hunt.hypotheses:
+                if h.category == "history" and h.status == "supported":
+                    h.status = "inconclusive"
+                    h.reason += (
+                        f"; confirmation failed: {hunt.confirmation.get('text') or hunt.confirmation.get('why')}"
+                    )
+            rt.say(hunt, "self-correction", "the revert does not recover the metric; back to the ledger")
+            hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+            if not any(h.status == "supported" for h in hunt.hypotheses):
+                hunt.status = "inconclusive"
+                hunt.root_summary = "the bisected commit did not survive its confirmation A/B; nothing else supported"
+
+    @staticmethod
+    def _propose(hunt: Hunt, rt: Runtime) -> None:
+        policy.propose(hunt)
+        if hunt.action is not None and hunt.action.kind in ("revert", "unset", "restore"):
+            hunt.status = "awaiting_approval"
+            rt.say(hunt, "propose", f"proposed: {hunt.action.detail} - waiting for approval")
+        else:
+            hunt.status = "concluded"
+
+    def _approval(self, state: GraphState) -> GraphState:
+        hunt = Hunt.model_validate(state["hunt"])
+        answer = interrupt(
+            {
+                "run_id": hunt.run_id,
+                "action": hunt.action.model_dump() if hunt.action else None,
+                "root_cause": hunt.root_summary,
+            }
+        )
+        decision = Decision.model_validate(answer)
+        assert hunt.action is not None
+        hunt.action.status = "approved" if decision.approved else "rejected"
+        hunt.action.reason = decision.reason
+        if decision.branch:
+            hunt.action.branch = decision.branch
+        hunt.status = "running" if decision.approved else "concluded"
+        hunt.log("approval", f"{hunt.action.status}: {decision.reason}")
+        return {"hunt": hunt.model_dump(mode="json")}
+
+    @staticmethod
+    def _apply(hunt: Hunt, rt: Runtime) -> None:
+        a = hunt.action
+        if a is None or a.status != "approved":
+            return
+        if a.kind == "revert":
+            rec = rt.tool("git_land_revert", {"plan": hunt.confirmation["plan"], "branch": a.branch}, approved=True)
+            if not rec.ok:
+                raise RuntimeError(rec.error)
+            a.branch, a.status = rec.result["branch"], "applied"
+            rt.say(hunt, "apply", f"revert landed on branch {a.branch}")
+        else:
+            rt.say(hunt, "apply", f"approved; to do by hand: {a.detail}")
+
+    @staticmethod
+    def _verify(hunt: Hunt, rt: Runtime) -> None:
+        a = hunt.action
+        if a is None or a.status != "applied" or a.kind != "revert":
+            return
+        ev = hunt.confirmation.get("evidence", [])
+        prev = next((m for m in hunt.measurements if m.id == (ev[1] if len(ev) > 1 else "")), None)
+        n = (len(prev.samples) if prev else hunt.budget.samples) + hunt.budget.samples
+        after = rt.measure(hunt, "after-revert", a.branch or a.revert_sha, samples=n)  # fresh samples on top
+        now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+        good = hunt.target.good_value
+        rec = None
+        if now and good and good != now.median:
+            rec = (after.median - now.median) / (good - now.median) * 100
+        hunt.after = {
+            "median": after.median,
+            "ci_low": after.ci_low,
+            "ci_high": after.ci_high,
+            "recovered_pct_of_drop": rec,
+            "measurement": after.id,
+        }
+        rt.say(
+            hunt,
+            "verify",
+            f"after the revert: {after.median:.2f} {hunt.target.metric}"
+            + (f" ({rec:.0f}% of the drop recovered)" if rec is not None else ""),
+        )
+
+    def _report(self, hunt: Hunt, rt: Runtime) -> None:
+        if hunt.status == "running":
+            hunt.status = "concluded"
+        write_report(hunt, rt.run_dir)
+
+    # -- routing -----------------------------------------------------------------------------
+    @staticmethod
+    def _ended(state: GraphState) -> bool:
+        return state["hunt"]["status"] in ("inconclusive", "failed", "concluded")
+
+    def _after_reproduce(self, state: GraphState) -> str:
+        return "report" if self._ended(state) else "plan"
+
+    def _after_investigate(self, state: GraphState) -> str:
+        if self._ended(state):
+            return "report"
+        return "investigate" if any(h["status"] == "open" for h in state["hunt"]["hypotheses"]) else "localize"
+
+    def _after_localize(self, state: GraphState) -> str:
+        return "report" if self._ended(state) else "confirm"
+
+    def _after_confirm(self, state: GraphState) -> str:
+        if self._ended(state):
+            return "report"
+        h = state["hunt"]
+        if h["root_kind"] is None:  # confirmation failed: back to the ledger's other supported hypotheses
+            return "localize" if any(x["status"] == "supported" for x in h["hypotheses"]) else "report"
+        return "propose"
+
+    def _after_propose(self, state: GraphState) -> str:
+        return "approval" if state["hunt"]["status"] == "awaiting_approval" else "report"
+
+    def _build(self) -> StateGraph:
+        g = StateGraph(GraphState)
+        g.add_node("intake", self._node(self._intake, "intake"))
+        g.add_node("reproduce", self._node(policy.reproduce, "reproduce"))
+        g.add_node("plan", self._node(policy.plan, "plan"))
+        g.add_node("investigate", self._node(self._investigate, "investigate"))
+        g.add_node("localize", self._node(policy.localize, "localize"))
+        g.add_node("confirm", self._node(self._confirm, "confirm"))
+        g.add_node("propose", self._node(self._propose, "propose"))
+        g.add_node("approval", self._approval)
+        g.add_node("apply", self._node(self._apply, "apply"))
+        g.add_node("verify", self._node(self._verify, "verify"))
+        g.add_node("report", self._node(self._report, "report"))
+        g.add_edge(START, "intake")
+        g.add_conditional_edges("intake", lambda s: "report" if self._ended(s) else "reproduce")
+        g.add_conditional_edges("reproduce", self._after_reproduce)
+        g.add_conditional_edges("plan", lambda s: "report" if self._ended(s) else "investigate")
+        g.add_conditional_edges("investigate", self._after_investigate)
+        g.add_conditional_edges("localize", self._after_localize)
+        g.add_conditional_edges("confirm", self._after_confirm)
+        g.add_conditional_edges("propose", self._after_propose)
+        g.add_edge("approval", "apply")
+        g.add_edge("apply", "verify")
+        g.add_edge("verify", "report")
+        g.add_edge("report", END)
+        return g
+
+    # -- driving -----------------------------------------------------------------------------
+    @staticmethod
+    def config(run_id: str) -> dict:
+        return {"configurable": {"thread_id": run_id}, "recursion_limit": 200}
+
+    def start(self, hunt: Hunt) -> Hunt:
+        self.app.invoke({"hunt": hunt.model_dump(mode="json")}, self.config(hunt.run_id), durability="sync")
+        return self.current(hunt.run_id)
+
+    def resume(self, run_id: str, decision: Decision) -> Hunt:
+        from langgraph.types import Command
+
+        self.app.invoke(Command(resume=decision.model_dump()), self.config(run_id), durability="sync")
+        return self.current(run_id)
+
+    def current(self, run_id: str) -> Hunt:
+        snap = self.app.get_state(self.config(run_id))
+        if not snap.values:
+            raise KeyError(run_id)
+        return Hunt.model_validate(snap.values["hunt"])
+
+    def pending(self, run_id: str) -> bool:
+        return bool(self.app.get_state(self.config(run_id)).interrupts)

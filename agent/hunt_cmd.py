@@ -1,0 +1,264 @@
+"""``sleuth demo``, ``sleuth hunt``, ``sleuth approve RUN``, ``sleuth reject RUN``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from agent.cli import app, bad_input, console, out, print_json
+from agent.graph import Decision, Hunter
+from agent.report import verdict, write_report
+from agent.state import Budget, Hunt, Target, new_run_id
+from tools.bench import BenchConfig
+from tools.git import GitError, open_repo
+from tools.host import HostError, LocalHost
+from tools.ssh import SSHHost
+
+
+def default_db() -> Path:
+    if os.environ.get("SLEUTH_DB"):
+        return Path(os.environ["SLEUTH_DB"])
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "perf-sleuth" / "runs.db"
+
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
+
+
+class LiveView:
+    """A Rich live panel: phase, current hypothesis, probes, measurements so far."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.live = Live(console=console, refresh_per_second=4, transient=False) if enabled else None
+        self.last = ""
+
+    def __enter__(self) -> LiveView:
+        if self.live:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live:
+            self.live.__exit__(None, None, None)
+
+    def update(self, hunt: Hunt, text: str) -> None:
+        self.last = text
+        if self.live is None:
+            return
+        current = next((h for h in hunt.hypotheses if h.status == "open"), None)
+        head = Text(
+            f"{hunt.phase}  probes {hunt.probes}/{hunt.budget.max_probes}  {time.time() - hunt.started_at:5.1f}s",
+            style="bold",
+        )
+        hyp = Text(f"hypothesis: {current.id} [{current.category}] {current.statement}" if current else "")
+        t = Table(show_header=True, header_style="dim", box=None)
+        for col in ("state", "ref", hunt.target.metric, "n"):
+            t.add_column(col)
+        latest = {}
+        for m in hunt.measurements:
+            latest[m.label] = m
+        for m in list(latest.values())[-8:]:
+            t.add_row(m.label, m.ref[:10], f"{m.median:.2f}", str(len(m.samples)))
+        self.live.update(Group(head, hyp, t, Text(text, style="dim")))
+
+
+def target_from_alert(path: Path, repo: str | None) -> Target:
+    try:
+        payload = json.loads(path.read_text())
+        alert = payload["alerts"][0] if "alerts" in payload else payload
+        ann = alert.get("annotations") or payload.get("commonAnnotations") or {}
+        labels = alert.get("labels") or {}
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        bad_input(f"--alert: {path}: not an alert payload ({exc})")
+    for field in ("launch_command", "benchmark_command"):
+        if field not in ann:
+            bad_input(f"--alert: {path}: annotations.{field} missing")
+    words = shlex.split(ann["benchmark_command"])
+    opts = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
+    try:
+        bench = BenchConfig(
+            endpoint="http://unset/v1",
+            model=opts["--model"],
+            requests=int(opts.get("--requests", 4)),
+            max_tokens=int(opts.get("--max-tokens", 64)),
+            time_scale=float(opts.get("--time-scale", 1.0)),
+        )
+        good = float(ann["good_value"]) if "good_value" in ann else None
+        bad = float(ann["bad_value"]) if "bad_value" in ann else None
+    except (KeyError, ValueError) as exc:
+        bad_input(f"--alert: {path}: benchmark_command or good/bad value unusable ({exc})")
+    return Target(
+        repo=repo or ann.get("repo", ""),
+        launch=ann["launch_command"],
+        good_launch=ann.get("good_launch_command"),
+        workload=bench,
+        metric=labels.get("metric", "tok_per_s"),
+        good_ref=ann.get("good_ref"),
+        good_value=good,
+        bad_value=bad,
+        summary=ann.get("summary", ""),
+    )
+
+
+def run_hunt(target: Target, db: Path, budget: Budget, yes: bool, json_out: bool, live: bool = True) -> None:
+    hunt = Hunt(run_id=new_run_id(), target=target, budget=budget)
+    approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
+    view = LiveView(live and not json_out and console.is_terminal)
+    hunter = Hunter(db, db.parent / "runs", on_event=view.update)
+    try:
+        with view:
+            result = hunter.start(hunt)
+            if result.status == "awaiting_approval" and yes:
+                result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
+    finally:
+        hunter.close()
+    run_dir = db.parent / "runs" / hunt.run_id
+    write_report(result, run_dir, approve_hint)
+    finish(result, run_dir, json_out, approve_hint)
+
+
+def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None = None) -> None:
+    if json_out:
+        print_json(verdict(hunt))
+    else:
+        out.print((run_dir / "report.md").read_text().split("## Timeline")[0], markup=False, highlight=False)
+        out.print(f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}", highlight=False)
+        if hunt.status == "awaiting_approval" and approve_hint:
+            out.print(
+                f"[bold]awaiting approval:[/bold] {approve_hint}   (or: {approve_hint.replace(' approve ', ' reject ')}"
+                " --reason '...')",
+                highlight=False,
+            )
+    if hunt.status in ("inconclusive", "failed"):
+        raise typer.Exit(1)
+
+
+@app.command("demo")
+def demo(
+    json_out: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="approve the proposed revert (for scripts)")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Build the seed scenario in a temp dir and hunt it end to end (no LLM, no network)."""
+    from evals.lab.builder import build  # the lab plugs in from evals (see agent/cli.py)
+    from evals.lab.demo import SEED_SPEC
+    from evals.lab.spec import load_spec
+
+    root = Path(tempfile.mkdtemp(prefix="sleuth-demo-"))
+    res = build(load_spec(SEED_SPEC), root / "scenario")
+    console.print(f"seed scenario built in {res.root}", highlight=False)
+    target = target_from_alert(res.root / "alert.json", str(res.repo))
+    run_hunt(target, db or default_db(), Budget(max_probes=10, max_wall_s=600), yes, json_out)
+
+
+@app.command("hunt")
+def hunt_cmd(
+    repo: Annotated[str | None, typer.Option(help="repository path (on the host)")] = None,
+    alert: Annotated[Path | None, typer.Option(help="alert JSON (Alertmanager v4 or plain)")] = None,
+    launch: Annotated[str | None, typer.Option(help="launch template with {worktree} and {port}")] = None,
+    good: Annotated[str | None, typer.Option(help="known-good ref")] = None,
+    good_value: Annotated[float | None, typer.Option(help="the metric's good value")] = None,
+    model: Annotated[str | None, typer.Option(help="model name for the benchmark")] = None,
+    requests: Annotated[int, typer.Option(min=1)] = 4,
+    max_tokens: Annotated[int, typer.Option(min=1)] = 64,
+    time_scale: Annotated[float, typer.Option(min=0.0001)] = 1.0,
+    host: Annotated[str | None, typer.Option(help="ssh alias of the host (default: this machine)")] = None,
+    max_probes: Annotated[int, typer.Option(min=1)] = 20,
+    max_wall: Annotated[float, typer.Option(help="wall-time budget, seconds")] = 1800.0,
+    samples: Annotated[int, typer.Option(min=3)] = 5,
+    yes: Annotated[bool, typer.Option("--yes", help="approve the proposed action")] = False,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Hunt a regression in a real repository (local, or --host over SSH)."""
+    if alert is not None:
+        target = target_from_alert(alert, repo)
+        if good:
+            target.good_ref = good
+        if launch:
+            target.launch = launch
+    else:
+        for flag, value in (("--repo", repo), ("--launch", launch), ("--model", model)):
+            if not value:
+                bad_input(f"{flag}: required (or give --alert)")
+        target = Target(
+            repo=repo or "",
+            launch=launch or "",
+            good_ref=good,
+            good_value=good_value,
+            workload=BenchConfig(
+                endpoint="http://unset/v1",
+                model=model or "",
+                requests=requests,
+                max_tokens=max_tokens,
+                time_scale=time_scale,
+            ),
+        )
+    target.host = host
+    h = LocalHost() if host is None else SSHHost(host)
+    try:
+        git = open_repo(target.repo, h)
+        if target.good_ref:
+            git.rev_parse(target.good_ref)
+    except HostError as exc:
+        bad_input(f"--host {host}: {exc}")
+    except GitError as exc:
+        bad_input(f"{'--good' if target.good_ref and target.good_ref in str(exc) else '--repo'}: {exc}")
+    finally:
+        h.close()
+    run_hunt(
+        target, db or default_db(), Budget(max_probes=max_probes, max_wall_s=max_wall, samples=samples), yes, json_out
+    )
+
+
+def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
+    db = db or default_db()
+    if not db.exists():
+        bad_input(f"--db: {db}: no run store here")
+    hunter = Hunter(db, db.parent / "runs")
+    try:
+        try:
+            hunter.current(run_id)
+        except KeyError:
+            bad_input(f"RUN: no run '{run_id}' in {db}")
+        if not hunter.pending(run_id):
+            bad_input(f"RUN: run '{run_id}' is not awaiting approval")
+        result = hunter.resume(run_id, decision)
+    finally:
+        hunter.close()
+    run_dir = db.parent / "runs" / run_id
+    write_report(result, run_dir)
+    finish(result, run_dir, json_out)
+
+
+@app.command("approve")
+def approve(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    branch: Annotated[str | None, typer.Option(help="branch for the revert (default sleuth/revert-SHA)")] = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Approve a run's proposed action: it is applied, re-measured and reported."""
+    _resume(run_id, Decision(approved=True, reason="approved", branch=branch), db, json_out)
+
+
+@app.command("reject")
+def reject(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="why (recorded)")],
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Reject a run's proposed action; nothing is changed."""
+    _resume(run_id, Decision(approved=False, reason=reason), db, json_out)

@@ -1,0 +1,434 @@
+"""The methodical policy: the senior engineer's method from the seeds, deterministic, no LLM.
+
+Reproduce first and quantify noise. Then a ledger of hypotheses ordered by cost and prior, each
+stated with the test that could refute it before the test runs:
+
+1. hardware: nvidia-smi clocks, PCIe link and throttle reasons against their maxima (no probe);
+2. environment: the tuning variables the server's Python sees (NCCL_*, CUDA_*, ...), blanked vs as-is;
+3. uncommitted changes: HEAD vs the working tree (one A/B for all patches); a patch to code the
+   server does not execute (a backend the log says is not in use) is demoted, with the reason;
+4. history: the last pull or reset in the reflog (its old SHA), or the alert's good ref, vs HEAD;
+5. config: the launch that produced the good value vs the current one.
+
+A supported hypothesis is localized (bisection for history, one variable or file at a time for
+env and patches), confirmed by an A/B (HEAD vs HEAD with the culprit reverted) and turned into a
+proposed action. A confirmation that fails sends the hunt back to the ledger. It never reads
+truth.json and knows nothing of any particular scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from agent.runtime import Runtime
+from agent.state import Action, Hunt, Hypothesis, Measured
+from tools.bisect import BisectConfig, ProbeError, bisect
+from tools.stats import compare
+
+SUSPICIOUS_ENV = (
+    "NCCL_",
+    "CUDA_",
+    "TORCH_",
+    "PYTORCH_",
+    "SGLANG_",
+    "MINISGLANG_",
+    "VLLM_",
+    "OMP_",
+    "MKL_",
+    "TRITON_",
+    "FLASHINFER_",
+    "NVIDIA_TF32",
+    "LD_PRELOAD",
+    "MALLOC_",
+)
+NOT_TUNING = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH"}
+# A patch under one of these path words is on the path only when the server args say so.
+CODE_PATHS = {
+    "flashinfer": ("attention_backend", "flashinfer"),
+    "triton_backend": ("attention_backend", "triton"),
+    "eagle": ("speculative_algorithm", "EAGLE"),
+    "cutlass": ("moe_runner_backend", "cutlass"),
+}
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _better(hunt: Hunt, a: Measured, b: Measured) -> bool:
+    """Is a better than b in the metric's direction?"""
+    return (a.median > b.median) == hunt.target.higher_is_better
+
+
+def min_effect_pct(hunt: Hunt) -> float:
+    t = hunt.target
+    if t.good_value and t.bad_value:
+        return max(2.0, 0.25 * abs(t.good_value - t.bad_value) / t.good_value * 100)
+    return 5.0
+
+
+def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b: str):
+    """Compare two measured states; while unknown, take more samples of both (twice, at most)."""
+    cmp = compare(a.samples, b.samples, alpha=0.01, min_effect_pct=min_effect_pct(hunt))
+    n = len(a.samples)
+    for _ in range(2):
+        if cmp.verdict != "unknown":
+            break
+        n *= 2
+        a = rt.measure(hunt, label_a, a.ref, a.env, a.launch, samples=n)
+        b = rt.measure(hunt, label_b, b.ref, b.env, b.launch, samples=n)
+        cmp = compare(a.samples, b.samples, alpha=0.01, min_effect_pct=min_effect_pct(hunt))
+    return cmp, a, b
+
+
+def _fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
+    return (
+        f"{a.label} {a.median:.2f} vs {b.label} {b.median:.2f} {metric} ({cmp.delta_pct:+.1f}%, "
+        f"p={cmp.p_value:.2g}, {cmp.verdict})"
+    )
+
+
+def setup_prefix(hunt: Hunt) -> str:
+    """The launch template's setup part (everything before its last ``&&``), ready to prepend."""
+    parts = hunt.target.launch.split(" && ")
+    prefix = " && ".join(parts[:-1]).replace("{worktree}", shlex.quote(hunt.target.repo)).replace("{port}", "0")
+    return f"{prefix} && " if prefix else ""
+
+
+def launch_env(hunt: Hunt, rt: Runtime) -> dict[str, str]:
+    """The environment a Python server sees when started the launch's way (sitecustomize included)."""
+    dump = "python3 -c 'import json, os; print(json.dumps(dict(os.environ)))'"
+    res = rt.host.run(setup_prefix(hunt) + dump, timeout=60)
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1]) if res.ok else {}
+    except (ValueError, IndexError):
+        return {}
+
+
+def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
+    """The server args from the log of the reproduce run (what is actually executed)."""
+    for log in sorted((rt.run_dir / "logs").glob("now-*.log")):
+        text = log.read_text(errors="replace") if log.exists() else ""
+        m = re.search(r"server_args=ServerArgs\((.*)\)", text)
+        if m:
+            return dict(re.findall(r"(\w+)=['\"]?([^,'\")]*)", m.group(1)))
+    return {}
+
+
+# -- phases ----------------------------------------------------------------------------------
+def reproduce(hunt: Hunt, rt: Runtime) -> None:
+    now = rt.measure(hunt, "now", "WORKTREE")
+    hunt.reproduced = now.id
+    t = hunt.target
+    noise = now.cv * 100
+    if t.good_value:
+        drop = (t.good_value - now.median) / t.good_value * 100 * (1 if t.higher_is_better else -1)
+        hunt.regression = {
+            "metric": t.metric,
+            "good": t.good_value,
+            "bad": round(now.median, 3),
+            "delta_pct": round(-drop, 2),
+            "noise_cv_pct": round(noise, 2),
+        }
+        rt.say(
+            hunt,
+            "reproduce",
+            f"now {now.median:.2f} vs alert good {t.good_value:g}: {-drop:+.1f}% (noise CV {noise:.1f}%)",
+        )
+        if drop < max(3.0, 3 * noise):
+            hunt.root_kind, hunt.root_summary = (
+                "none",
+                (
+                    f"no regression beyond noise: now {now.median:.2f} vs good {t.good_value:g} ({-drop:+.1f}%, "
+                    f"noise CV {noise:.1f}%)"
+                ),
+            )
+            hunt.status = "concluded"
+
+
+def plan(hunt: Hunt, rt: Runtime) -> None:
+    """State the hypotheses, cheapest and likeliest first, each with its test."""
+    hs: list[Hypothesis] = []
+
+    def add(category, statement, test, subject=None) -> None:
+        hs.append(Hypothesis(id=f"h{len(hs) + 1}", category=category, statement=statement, test=test, subject=subject))
+
+    if rt.host.run(f"{setup_prefix(hunt)}command -v nvidia-smi", timeout=30).ok:
+        add(
+            "hardware",
+            "the GPUs run below nominal (clocks, power, PCIe link)",
+            "nvidia-smi: SM clock vs max, PCIe gen/width vs max, throttle reasons",
+        )
+    env = launch_env(hunt, rt)
+    # Tuning knobs only: a variable holding a path is configuration (where models or libraries are).
+    tuning = sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
+    for var in tuning:
+        add(
+            "environment",
+            f"{var}={env[var]} in the server's environment slows it",
+            "A/B: the working tree with the tuning variables blanked vs as they are",
+            var,
+        )
+    status = rt.tool("git_status", {})
+    changed = (
+        sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+        if status.ok
+        else []
+    )
+    args = server_args(hunt, rt)
+    for path in changed:
+        add("uncommitted", f"the uncommitted change to {path} slows it", "A/B: HEAD vs the working tree", path)
+        for word, (arg, value) in CODE_PATHS.items():
+            if word in path.lower() and arg in args and value.lower() not in args[arg].lower():
+                hs[-1].reason = f"not on the executed path: the server runs {arg}='{args[arg]}'"
+    reflog = rt.tool("git_reflog", {"limit": 50})
+    candidate = hunt.target.good_ref
+    how = "the alert's good ref"
+    if candidate is None and reflog.ok:
+        for e in reflog.result["entries"]:
+            if e["command"] in ("pull", "reset", "merge", "rebase", "checkout") and e["old_sha"] != "0" * 40:
+                candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"
+                break
+    if candidate:
+        hunt.good_candidate = rt.ctx.git.rev_parse(candidate)
+        add(
+            "history",
+            f"a commit since {hunt.good_candidate[:10]} ({how}) slows it",
+            f"A/B: {hunt.good_candidate[:10]} vs HEAD, then bisection",
+            hunt.good_candidate,
+        )
+    if hunt.target.good_launch and hunt.target.good_launch != hunt.target.launch:
+        add("config", "a launch flag changed since the good run", "A/B: the good launch vs the current one")
+    hunt.hypotheses = hs
+    for h in hs:
+        rt.say(hunt, "hypothesis", f"{h.id} [{h.category}] {h.statement} - test: {h.test}")
+
+
+def next_open(hunt: Hunt) -> Hypothesis | None:
+    return next((h for h in hunt.hypotheses if h.status == "open"), None)
+
+
+def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    """Run the hypothesis' discriminating test and record the verdict (for its whole group).
+    A test whose probe cannot launch leaves its hypotheses inconclusive, with the reason."""
+    fn = {
+        "hardware": _test_hardware,
+        "environment": _test_env,
+        "uncommitted": _test_uncommitted,
+        "history": _test_history,
+        "config": _test_config,
+    }[h.category]
+    try:
+        fn(hunt, rt, h)
+    except ProbeError as exc:
+        group = [x for x in hunt.hypotheses if x.category == h.category and x.status == "open"] or [h]
+        _verdict(group, "inconclusive", f"the test could not run: {str(exc).splitlines()[0]}", [])
+
+
+def _verdict(group: list[Hypothesis], status, reason: str, evidence: list[str]) -> None:
+    for g in group:
+        g.status = status
+        g.reason = f"{reason}; {g.reason}" if g.reason and status != "supported" else reason
+        g.evidence = evidence
+        if status == "refuted" and "not on the executed path" in g.reason:
+            g.status = "demoted"
+
+
+def _test_hardware(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    rec = rt.tool("nvidia_smi", {"setup": setup_prefix(hunt)})
+    if not rec.ok:
+        _verdict([h], "inconclusive", rec.error or "nvidia-smi failed", [])
+        return
+    problems = []
+    for g in rec.result["gpus"]:
+        sm, smax = float(g["clocks.sm"]), float(g["clocks.max.sm"])
+        if sm < 0.85 * smax:
+            problems.append(("clocks.sm", f"GPU {g['index']} SM clock {sm:.0f}/{smax:.0f} MHz"))
+        if (g["pcie.link.gen.current"], g["pcie.link.width.current"]) != (
+            g["pcie.link.gen.max"],
+            g["pcie.link.width.max"],
+        ):
+            problems.append(
+                (
+                    "pcie.link",
+                    f"GPU {g['index']} PCIe Gen{g['pcie.link.gen.current']} "
+                    f"x{g['pcie.link.width.current']} (max Gen{g['pcie.link.gen.max']} "
+                    f"x{g['pcie.link.width.max']})",
+                )
+            )
+    g0 = rec.result["gpus"][0]
+    if problems:
+        h.subject = problems[0][0]
+        _verdict([h], "supported", "; ".join(p[1] for p in problems[:4]), [])
+    else:
+        _verdict(
+            [h],
+            "refuted",
+            f"{len(rec.result['gpus'])} GPUs at SM {g0['clocks.sm']}/{g0['clocks.max.sm']} MHz, "
+            f"PCIe Gen{g0['pcie.link.gen.current']} x{g0['pcie.link.width.current']} = max, "
+            f"throttle: {g0.get('clocks_throttle_reasons.active', '?')}",
+            [],
+        )
+
+
+def _test_env(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    group = [x for x in hunt.hypotheses if x.category == "environment" and x.status == "open"]
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    blank = {x.subject: "" for x in group if x.subject}
+    without = rt.measure(hunt, "env-blanked", "WORKTREE", env=blank)
+    cmp, now2, without = ab(hunt, rt, now, without, "now", "env-blanked")
+    text = _fmt(cmp, now2, without, hunt.target.metric)
+    if cmp.verdict == "different" and _better(hunt, without, now2):
+        _verdict(group, "supported", text, [now2.id, without.id])
+        _localize_env(hunt, rt, group, now2)
+    else:
+        _verdict(group, "refuted", text, [now2.id, without.id])
+
+
+def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:
+    """One variable at a time: which blanked variable gives the speed back?"""
+    for h in group:
+        one = rt.measure(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
+        cmp, now, one = ab(hunt, rt, now, one, "now", one.label)
+        if cmp.verdict == "different" and _better(hunt, one, now):
+            h.status, h.reason, h.evidence = "supported", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
+        else:
+            h.status, h.reason, h.evidence = "refuted", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
+
+
+def _test_uncommitted(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    group = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    head = rt.measure(hunt, "HEAD", "HEAD")
+    cmp, head, now = ab(hunt, rt, head, now, "HEAD", "now")
+    text = _fmt(cmp, head, now, hunt.target.metric)
+    if cmp.verdict == "different" and _better(hunt, head, now):
+        _verdict(group, "supported", text, [head.id, now.id])
+    else:
+        _verdict(group, "refuted", text, [head.id, now.id])
+
+
+def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    good = rt.measure(hunt, "good-candidate", hunt.good_candidate)  # type: ignore[arg-type]
+    head = rt.measure(hunt, "HEAD", "HEAD")
+    cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD")
+    text = _fmt(cmp, good, head, hunt.target.metric)
+    status = "supported" if cmp.verdict == "different" and _better(hunt, good, head) else "refuted"
+    _verdict([h], status, text, [good.id, head.id])
+
+
+def _test_config(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    t = hunt.target
+    cur = rt.measure(hunt, "launch-now", "HEAD")
+    old = rt.measure(hunt, "launch-good", "HEAD", launch=t.good_launch)
+    cmp, old, cur = ab(hunt, rt, old, cur, "launch-good", "launch-now")
+    text = _fmt(cmp, old, cur, t.metric)
+    flags_now, flags_good = set(shlex.split(t.launch)), set(shlex.split(t.good_launch or ""))
+    diff = sorted(f for f in (flags_now ^ flags_good) if f.startswith("--"))
+    h.subject = diff[0] if diff else "flags"
+    _verdict(
+        [h],
+        "supported" if cmp.verdict == "different" and _better(hunt, old, cur) else "refuted",
+        text,
+        [old.id, cur.id],
+    )
+
+
+# -- after the ledger ------------------------------------------------------------------------
+def localize(hunt: Hunt, rt: Runtime) -> None:
+    """Name the culprit of the first supported hypothesis (by category priority)."""
+    sup = [h for h in hunt.hypotheses if h.status == "supported"]
+    if not sup:
+        hunt.status = "inconclusive"
+        hunt.root_summary = "every hypothesis was refuted; the regression is real but unexplained"
+        return
+    by = {h.category: h for h in reversed(sup)}
+    if "history" in by:
+        h = by["history"]
+        good, head = hunt.good_candidate, rt.ctx.git.rev_parse("HEAD")
+        parents = rt.ctx.git.rev_list(good, head)  # type: ignore[arg-type]
+        rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
+        res = bisect(
+            parents,
+            good,
+            head,
+            rt.probe_fn(hunt),  # type: ignore[arg-type]
+            BisectConfig(higher_is_better=hunt.target.higher_is_better),
+        )
+        hunt.culprits = [c.sha for c in res.culprits]
+        show = rt.tool("git_show_stat", {"ref": hunt.culprits[0]})
+        subject = show.result["commit"]["subject"] if show.ok else ""
+        hunt.root_kind, hunt.root_ref = "commit", hunt.culprits[0]
+        hunt.root_summary = f'{hunt.culprits[0][:10]} "{subject}"'
+        h.reason += f"; bisection: {len(parents)} commits, {res.probes} probes, {res.samples} samples -> " + ", ".join(
+            f"{c.sha[:10]} ({c.delta_pct:+.1f}% vs parent, verified={c.verified})"
+            if c.delta_pct is not None
+            else c.sha[:10]
+            for c in res.culprits
+        )
+        rt.say(hunt, "localize", f"culprit {hunt.root_summary}")
+    elif "environment" in by:
+        named = [h for h in sup if h.category == "environment"]
+        hunt.root_kind, hunt.root_ref = "env", named[0].subject
+        hunt.root_summary = f"{named[0].statement}"
+    elif "uncommitted" in by:
+        paths = [h.subject for h in sup if h.category == "uncommitted"]
+        hunt.root_kind, hunt.root_ref = "uncommitted", paths[0] if len(paths) == 1 else ", ".join(paths)
+        hunt.root_summary = f"the uncommitted changes ({len(paths)} files) make it slower than HEAD"
+    elif "config" in by:
+        hunt.root_kind, hunt.root_ref = "config", by["config"].subject
+        hunt.root_summary = f"launch flag {by['config'].subject} changed since the good run"
+    elif "hardware" in by:
+        hunt.root_kind, hunt.root_ref = "hardware", by["hardware"].subject
+        hunt.root_summary = by["hardware"].reason
+
+
+def confirm(hunt: Hunt, rt: Runtime) -> bool:
+    """A/B: HEAD vs HEAD with the culprit reverted. Returns whether the revert recovers."""
+    if hunt.root_kind != "commit":
+        return True  # env / patch / config / hardware verdicts come from their own A/B already
+    plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"})
+    if not plan.ok or plan.result["conflict"]:
+        hunt.confirmation = {
+            "ok": False,
+            "why": plan.error or f"revert conflicts in {plan.result['conflicting_files']}",
+        }
+        return False
+    revert = plan.result["revert_sha"]
+    head = rt.measure(hunt, "HEAD", "HEAD")
+    fixed = rt.measure(hunt, "HEAD+revert", revert)
+    cmp, head, fixed = ab(hunt, rt, head, fixed, "HEAD", "HEAD+revert")
+    ok = cmp.verdict == "different" and _better(hunt, fixed, head)
+    hunt.confirmation = {
+        "ok": ok,
+        "text": _fmt(cmp, head, fixed, hunt.target.metric),
+        "revert_sha": revert,
+        "plan": plan.result,
+        "evidence": [head.id, fixed.id],
+        "p_value": cmp.p_value,
+        "delta_pct": cmp.delta_pct,
+    }
+    hunt.regression["p_value"] = cmp.p_value
+    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + hunt.confirmation["text"])
+    return ok
+
+
+def propose(hunt: Hunt) -> None:
+    k, ref = hunt.root_kind, hunt.root_ref
+    if k == "commit":
+        hunt.action = Action(
+            kind="revert",
+            ref=ref,
+            revert_sha=hunt.confirmation.get("revert_sha"),
+            branch=f"sleuth/revert-{(ref or '')[:10]}",
+            detail=f"revert {ref} on a new branch (the prepared revert commit)",
+        )
+    elif k == "env":
+        hunt.action = Action(kind="unset", ref=ref, detail=f"remove {ref} from the server's environment")
+    elif k == "uncommitted":
+        hunt.action = Action(kind="restore", ref=ref, detail=f"discard the uncommitted change to {ref}")
+    elif k == "config":
+        hunt.action = Action(kind="restore", ref=ref, detail=f"launch with the good flags ({ref})")
+    elif k == "hardware":
+        hunt.action = Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
+    else:
+        hunt.action = Action(kind="none")

@@ -1,0 +1,186 @@
+"""The end of a hunt: the verdict (DESIGN.md's JSON contract), a Markdown report and a PNG plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.state import Hunt
+
+CATEGORY_NAMES = {
+    "uncommitted": "uncommitted changes",
+    "history": "history",
+    "config": "config",
+    "environment": "environment",
+    "hardware": "hardware",
+    "dependencies": "dependencies",
+    "code_path": "code path",
+}
+
+
+def verdict(hunt: Hunt) -> dict:
+    """The verdict of DESIGN.md (fields added: demoted, reason, culprits, after, error)."""
+    hyps = []
+    for h in hunt.hypotheses:
+        hyps.append(
+            {
+                "id": h.id,
+                "category": h.category,
+                "statement": h.statement,
+                "status": "refuted" if h.status == "demoted" else h.status,
+                "demoted": h.status == "demoted",
+                "reason": h.reason,
+                "evidence": h.evidence,
+            }
+        )
+    root = None
+    if hunt.root_kind is not None:
+        root = {"kind": hunt.root_kind, "ref": hunt.root_ref or "", "summary": hunt.root_summary}
+    action = None
+    if hunt.action is not None and hunt.action.kind not in ("none",):
+        action = {
+            "kind": hunt.action.kind,
+            "ref": hunt.action.ref,
+            "status": hunt.action.status,
+            "branch": hunt.action.branch,
+            "revert_sha": hunt.action.revert_sha,
+        }
+    return {
+        "run_id": hunt.run_id,
+        "status": hunt.status,
+        "root_cause": root,
+        "regression": hunt.regression,
+        "hypotheses": hyps,
+        "probes": hunt.probes,
+        "proposed_action": action,
+        "culprits": hunt.culprits,
+        "after": hunt.after or None,
+        "error": hunt.error,
+    }
+
+
+def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
+    t = hunt.target
+    lines = [
+        f"# perf-sleuth run {hunt.run_id}",
+        "",
+        f"**Status:** {hunt.status}  ",
+        f"**Target:** {t.repo}" + (f" on {t.host}" if t.host else "") + "  ",
+        f"**Alert:** {t.summary or '-'}",
+        "",
+    ]
+    lines += ["## Root cause", ""]
+    if hunt.root_kind:
+        lines.append(f"**{hunt.root_kind}** `{hunt.root_ref or ''}`: {hunt.root_summary}")
+    else:
+        lines.append(hunt.root_summary or hunt.error or "not found")
+    if hunt.confirmation.get("text"):
+        lines += ["", f"Confirmation A/B (HEAD vs HEAD with the culprit reverted): {hunt.confirmation['text']}"]
+    plan = hunt.confirmation.get("plan") or {}
+    if hunt.root_kind == "commit" and plan.get("stat"):
+        lines += ["", "Files of the culprit (`git show --stat`, as reverted):", "", "```"]
+        lines += [f" {f['path']} | {f['deleted']} lines" for f in plan["stat"]["files"]] + ["```"]
+    lines += [
+        "",
+        "## Numbers",
+        "",
+        f"| state | median {t.metric} | 95% interval | samples |",
+        "| --- | --- | --- | --- |",
+    ]
+    if t.good_value:
+        lines.append(f"| alert: good | {t.good_value:g} | | |")
+    if t.bad_value:
+        lines.append(f"| alert: bad | {t.bad_value:g} | | |")
+    latest = {}  # label -> its latest measurement, in order of first appearance
+    for m in hunt.measurements:
+        latest[m.label] = m
+    for m in latest.values():
+        lines.append(
+            f"| {m.label} (`{m.ref[:10]}`) | {m.median:.2f} | [{m.ci_low:.2f}, {m.ci_high:.2f}] | {len(m.samples)} |"
+        )
+    if hunt.after:
+        a = hunt.after
+        rec = a.get("recovered_pct_of_drop")
+        lines.append(
+            f"| after the approved revert | {a['median']:.2f} | [{a['ci_low']:.2f}, {a['ci_high']:.2f}] | "
+            + (f"{rec:.0f}% of the drop recovered |" if rec is not None else " |")
+        )
+    lines += [
+        "",
+        "## Hypotheses",
+        "",
+        "| id | category | statement | verdict | evidence |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for h in hunt.hypotheses:
+        lines.append(
+            f"| {h.id} | {CATEGORY_NAMES.get(h.category, h.category)} | {h.statement} | **{h.status}** | {h.reason} |"
+        )
+    lines += ["", "## Proposed action", ""]
+    a = hunt.action
+    if a is None or a.kind == "none":
+        lines.append("none")
+    else:
+        lines.append(
+            f"{a.kind} `{a.ref or ''}`: {a.detail} - **{a.status}**"
+            + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
+        )
+        if a.status == "pending" and approve_hint:
+            lines += [
+                "",
+                f"Approve: `{approve_hint}`  ",
+                f"Reject: `{approve_hint.replace(' approve ', ' reject ')} --reason '...'`",
+            ]
+    lines += [
+        "",
+        f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.",
+        "",
+        "## Timeline",
+        "",
+    ]
+    t0 = hunt.started_at
+    lines += [f"- +{e.t - t0:6.1f}s {e.kind}: {e.text}" for e in hunt.events]
+    return "\n".join(lines) + "\n"
+
+
+def plot(hunt: Hunt, path: Path) -> None:
+    """Metric per probed state with its interval, in probe order, with the alert's good/bad lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    latest: dict[str, object] = {}
+    for m in hunt.measurements:
+        latest[m.label] = m
+    ms = list(latest.values())
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(ms) + 2), 4), dpi=100)
+    xs = range(len(ms))
+    meds = [m.median for m in ms]  # type: ignore[attr-defined]
+    err = [[m.median - m.ci_low for m in ms], [m.ci_high - m.median for m in ms]]  # type: ignore[attr-defined]
+    ax.errorbar(xs, meds, yerr=err, fmt="o", capsize=4, color="#1f5fa8")
+    for x, m in zip(xs, ms, strict=True):
+        for s in m.samples:  # type: ignore[attr-defined]
+            ax.plot(x + 0.12, s, ".", color="#999999", markersize=3)
+    if hunt.target.good_value:
+        ax.axhline(
+            hunt.target.good_value, color="#2a9d2a", linestyle="--", label=f"alert good {hunt.target.good_value:g}"
+        )
+    if hunt.target.bad_value:
+        ax.axhline(hunt.target.bad_value, color="#c23b22", linestyle="--", label=f"alert bad {hunt.target.bad_value:g}")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)  # type: ignore[attr-defined]
+    ax.set_ylabel(hunt.target.metric)
+    ax.set_title(f"hunt {hunt.run_id}: {hunt.root_summary[:70]}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_report(hunt: Hunt, run_dir: Path, approve_hint: str | None = None) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "verdict.json").write_text(json.dumps(verdict(hunt), indent=2) + "\n")
+    (run_dir / "report.md").write_text(markdown(hunt, approve_hint))
+    if hunt.measurements:
+        plot(hunt, run_dir / "hunt.png")

@@ -1,0 +1,125 @@
+"""The hunt's state: plain pydantic data, checkpointed by LangGraph after every node.
+
+It holds what a careful engineer would write in a notebook: the target, the budget, every
+measurement (with its raw samples), the hypothesis ledger (each with its test, verdict and
+evidence), the culprit and the proposed action. Nothing in it is a live object, so a run resumes
+in a new process (``sleuth approve RUN``) from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tools.bench import BenchConfig
+
+Status = Literal["running", "concluded", "awaiting_approval", "inconclusive", "failed"]
+Category = Literal["hardware", "environment", "uncommitted", "history", "config", "dependencies", "code_path"]
+HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive"]
+Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "none"]
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+class Target(BaseModel):
+    """What is hunted, where, and how it is measured."""
+
+    repo: str
+    host: str | None = None  # ssh alias; None: this machine
+    known_hosts: str | None = None
+    launch: str  # template with {worktree} and {port}
+    good_launch: str | None = None  # the launch that produced the good value, when it differs
+    workload: BenchConfig
+    metric: str = "tok_per_s"
+    higher_is_better: bool = True
+    good_ref: str | None = None
+    good_value: float | None = None
+    bad_value: float | None = None
+    summary: str = ""
+
+
+class Budget(BaseModel):
+    max_probes: int = Field(default=20, ge=1)
+    max_wall_s: float = Field(default=1800, gt=0)
+    samples: int = Field(default=5, ge=3, le=100)
+
+
+class Measured(BaseModel):
+    """One probed state: a commit (or a snapshot of uncommitted work) under a launch and env."""
+
+    id: str
+    label: str
+    ref: str
+    env: dict[str, str] = {}
+    launch: str
+    samples: list[float]
+    median: float
+    ci_low: float
+    ci_high: float
+    cv: float
+    verify_ms: float | None = None
+
+
+class Hypothesis(BaseModel):
+    id: str
+    category: Category
+    statement: str
+    test: str  # the planned discriminating test, stated before it runs
+    status: HypStatus = "open"
+    reason: str = ""  # why the verdict (the numbers)
+    evidence: list[str] = []  # measurement ids
+    subject: str | None = None  # what it names: a path, VAR, flag, sha
+
+
+class Action(BaseModel):
+    kind: Literal["revert", "unset", "restore", "investigate", "none"]
+    ref: str | None = None
+    detail: str = ""
+    revert_sha: str | None = None
+    branch: str | None = None
+    status: Literal["pending", "approved", "rejected", "applied"] = "pending"
+    reason: str = ""
+
+
+class Event(BaseModel):
+    t: float
+    kind: str
+    text: str
+
+
+class Hunt(BaseModel):
+    run_id: str
+    status: Status = "running"
+    phase: str = "intake"
+    target: Target
+    budget: Budget = Budget()
+    started_at: float = Field(default_factory=time.time)
+    probes: int = 0
+    measurements: list[Measured] = []
+    hypotheses: list[Hypothesis] = []
+    reproduced: str | None = None  # id of the "now" measurement
+    good_candidate: str | None = None  # sha believed good (reflog or alert)
+    culprits: list[str] = []
+    root_kind: Kind | None = None
+    root_ref: str | None = None
+    root_summary: str = ""
+    regression: dict = {}
+    confirmation: dict = {}
+    after: dict = {}
+    action: Action | None = None
+    events: list[Event] = []
+    error: str | None = None
+
+    def log(self, kind: str, text: str) -> None:
+        self.events.append(Event(t=time.time(), kind=kind, text=text))
+
+    def get(self, mid: str) -> Measured:
+        return next(m for m in self.measurements if m.id == mid)
+
+    def hyp(self, hid: str) -> Hypothesis:
+        return next(h for h in self.hypotheses if h.id == hid)
