@@ -7,6 +7,7 @@ so a state is measured once per run whichever tool asks.
 
 from __future__ import annotations
 
+import shlex
 from functools import cached_property
 from pathlib import Path
 
@@ -233,9 +234,8 @@ def git_land_revert(ctx: ToolContext, args: LandArgs) -> Branch:
 @tool("nvidia_smi", "read")
 def nvidia_smi(ctx: ToolContext, args: GpuQuery) -> GpuState:
     """Clocks, power, PCIe link and throttle reasons of every GPU, as nvidia-smi reports them."""
-    res = ctx.host.run(
-        ["nvidia-smi", f"--query-gpu={','.join(args.fields)}", "--format=csv,noheader,nounits"], timeout=60
-    ).check()
+    query = shlex.join(["nvidia-smi", f"--query-gpu={','.join(args.fields)}", "--format=csv,noheader,nounits"])
+    res = ctx.host.run(args.setup + query, timeout=60).check()
     rows = [[v.strip() for v in line.split(",")] for line in res.stdout.strip().splitlines()]
     return GpuState(gpus=[dict(zip(args.fields, row, strict=False)) for row in rows])
 
