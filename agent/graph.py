@@ -181,7 +181,7 @@ class Hunter:
         rt.say(
             hunt,
             "verify",
-            f"after the revert: {after.median:.2f} {hunt.target.metric}"
+            f"after the revert: {after.median:.4g} {hunt.target.metric}"
             + (f" ({rec:.0f}% of the drop recovered)" if rec is not None else ""),
         )
 

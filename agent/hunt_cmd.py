@@ -69,7 +69,7 @@ class LiveView:
         for m in hunt.measurements:
             latest[m.label] = m
         for m in list(latest.values())[-8:]:
-            t.add_row(m.label, m.ref[:10], f"{m.median:.2f}", str(len(m.samples)))
+            t.add_row(m.label, m.ref[:10], f"{m.median:.4g}", str(len(m.samples)))
         self.live.update(Group(head, hyp, t, Text(text, style="dim")))
 
 
@@ -167,6 +167,10 @@ def hunt_cmd(
     repo: Annotated[str | None, typer.Option(help="repository path (on the host)")] = None,
     alert: Annotated[Path | None, typer.Option(help="alert JSON (Alertmanager v4 or plain)")] = None,
     launch: Annotated[str | None, typer.Option(help="launch template with {worktree} and {port}")] = None,
+    bench: Annotated[
+        str | None, typer.Option(help="instead of a server: a command run in {worktree} that prints one number")
+    ] = None,
+    lower_is_better: Annotated[bool, typer.Option(help="the number is a time or a latency")] = False,
     good: Annotated[str | None, typer.Option(help="known-good ref")] = None,
     good_value: Annotated[float | None, typer.Option(help="the metric's good value")] = None,
     model: Annotated[str | None, typer.Option(help="model name for the benchmark")] = None,
@@ -188,15 +192,29 @@ def hunt_cmd(
             target.good_ref = good
         if launch:
             target.launch = launch
+    elif bench is not None:
+        if not repo:
+            bad_input("--repo: required")
+        if not good:
+            bad_input("--good: required with --bench (or give --alert)")
+        target = Target(
+            repo=repo or "",
+            command=bench,
+            metric="value",
+            higher_is_better=not lower_is_better,
+            good_ref=good,
+            good_value=good_value,
+        )
     else:
         for flag, value in (("--repo", repo), ("--launch", launch), ("--model", model)):
             if not value:
-                bad_input(f"{flag}: required (or give --alert)")
+                bad_input(f"{flag}: required (or give --bench, or --alert)")
         target = Target(
             repo=repo or "",
             launch=launch or "",
             good_ref=good,
             good_value=good_value,
+            higher_is_better=not lower_is_better,
             workload=BenchConfig(
                 endpoint="http://unset/v1",
                 model=model or "",

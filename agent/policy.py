@@ -82,7 +82,7 @@ def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b:
 
 def _fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
     return (
-        f"{a.label} {a.median:.2f} vs {b.label} {b.median:.2f} {metric} ({cmp.delta_pct:+.1f}%, "
+        f"{a.label} {a.median:.4g} vs {b.label} {b.median:.4g} {metric} ({cmp.delta_pct:+.1f}%, "
         f"p={cmp.p_value:.2g}, {cmp.verdict})"
     )
 
@@ -132,7 +132,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
         rt.say(
             hunt,
             "reproduce",
-            f"now {now.median:.2f} vs alert good {t.good_value:g}: {-drop:+.1f}% (noise CV {noise:.1f}%)",
+            f"now {now.median:.4g} vs alert good {t.good_value:g}: {-drop:+.1f}% (noise CV {noise:.1f}%)",
         )
         if drop < max(3.0, 3 * noise):
             hunt.root_kind, hunt.root_summary = (
@@ -347,13 +347,18 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         good, head = hunt.good_candidate, rt.ctx.git.rev_parse("HEAD")
         parents = rt.ctx.git.rev_list(good, head)  # type: ignore[arg-type]
         rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
+        seen: dict[str, list[float]] = {}
         res = bisect(
             parents,
             good,
             head,
-            rt.probe_fn(hunt),  # type: ignore[arg-type]
+            rt.probe_fn(hunt, seen),  # type: ignore[arg-type]
             BisectConfig(higher_is_better=hunt.target.higher_is_better),
         )
+        known = {m.ref for m in hunt.measurements}
+        for sha, got in seen.items():
+            if sha not in known:
+                rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
         hunt.culprits = [c.sha for c in res.culprits]
         show = rt.tool("git_show_stat", {"ref": hunt.culprits[0]})
         subject = show.result["commit"]["subject"] if show.ok else ""

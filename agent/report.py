@@ -96,13 +96,13 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         latest[m.label] = m
     for m in latest.values():
         lines.append(
-            f"| {m.label} (`{m.ref[:10]}`) | {m.median:.2f} | [{m.ci_low:.2f}, {m.ci_high:.2f}] | {len(m.samples)} |"
+            f"| {m.label} (`{m.ref[:10]}`) | {m.median:.4g} | [{m.ci_low:.4g}, {m.ci_high:.4g}] | {len(m.samples)} |"
         )
     if hunt.after:
         a = hunt.after
         rec = a.get("recovered_pct_of_drop")
         lines.append(
-            f"| after the approved revert | {a['median']:.2f} | [{a['ci_low']:.2f}, {a['ci_high']:.2f}] | "
+            f"| after the approved revert | {a['median']:.4g} | [{a['ci_low']:.4g}, {a['ci_high']:.4g}] | "
             + (f"{rec:.0f}% of the drop recovered |" if rec is not None else " |")
         )
     lines += [
@@ -172,7 +172,8 @@ def plot(hunt: Hunt, path: Path) -> None:
     ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)  # type: ignore[attr-defined]
     ax.set_ylabel(hunt.target.metric)
     ax.set_title(f"hunt {hunt.run_id}: {hunt.root_summary[:70]}", fontsize=9)
-    ax.legend(fontsize=8)
+    if hunt.target.good_value or hunt.target.bad_value:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

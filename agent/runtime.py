@@ -42,7 +42,7 @@ class Runtime:
         t = hunt.target
         self.host: Host = LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts)
         self.ctx = ToolContext(t.repo, self.host, workdir=run_dir, cache=MeasureCache(run_dir / "measurements.json"))
-        self.workload = Workload(bench=t.workload, metric=t.metric)
+        self.workload = Workload(bench=t.workload, metric=t.metric, command=t.command)
         self.records: list[ToolRecord] = []
         self.on_event = on_event
 
@@ -106,22 +106,44 @@ class Runtime:
         self.say(
             hunt,
             "measurement",
-            f"{label}: {out.median:.2f} {hunt.target.metric} "
-            f"[{out.ci_low:.2f}, {out.ci_high:.2f}] over {len(out.samples)} samples",
+            f"{label}: {out.median:.4g} {hunt.target.metric} "
+            f"[{out.ci_low:.4g}, {out.ci_high:.4g}] over {len(out.samples)} samples",
         )
         return out
 
-    def probe_fn(self, hunt: Hunt):
-        """A bisection probe that counts new states against the hunt's budget."""
+    def probe_fn(self, hunt: Hunt, seen: dict[str, list[float]]):
+        """A bisection probe that counts new states against the hunt's budget; the samples it hands
+        out are collected in ``seen`` (sha -> samples) for the record."""
         inner = self.ctx.measurer.probe_fn(hunt.target.launch, self.workload)
 
         def probe(sha: str, n: int) -> list[float]:
             state = State(label="bisect", ref=sha, launch=hunt.target.launch)
             self._count_probe(hunt, state)  # BudgetExhausted ends the bisection (not a skip)
             self.say(hunt, "probe", f"bisect probe {sha[:10]} ({n} samples)")
-            return inner(sha, n)
+            got = inner(sha, n)
+            seen.setdefault(sha, []).extend(got)
+            return got
 
         return probe
+
+    def record_samples(self, hunt: Hunt, label: str, sha: str, samples: list[float]) -> None:
+        """Add samples taken outside ``measure`` (bisection probes) to the hunt's measurements."""
+        from tools.stats import summarize
+
+        s = summarize(samples)
+        hunt.measurements.append(
+            Measured(
+                id=f"m{len(hunt.measurements) + 1}",
+                label=label,
+                ref=sha,
+                launch=hunt.target.launch,
+                samples=samples,
+                median=s.median,
+                ci_low=s.ci_low,
+                ci_high=s.ci_high,
+                cv=s.cv,
+            )
+        )
 
     def close(self) -> None:
         self.host.close()

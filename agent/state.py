@@ -32,9 +32,10 @@ class Target(BaseModel):
     repo: str
     host: str | None = None  # ssh alias; None: this machine
     known_hosts: str | None = None
-    launch: str  # template with {worktree} and {port}
+    launch: str = ""  # server launch template with {worktree} and {port} ("" with ``command``)
     good_launch: str | None = None  # the launch that produced the good value, when it differs
-    workload: BenchConfig
+    workload: BenchConfig | None = None  # the benchmark against the launched server...
+    command: str | None = None  # ...or a command run in the worktree that prints one number
     metric: str = "tok_per_s"
     higher_is_better: bool = True
     good_ref: str | None = None

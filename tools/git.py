@@ -12,6 +12,7 @@ snapshot of uncommitted work is a commit object written through a *temporary* in
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from tools.host import Host, LocalHost, RunResult
 
 ZERO_SHA = "0" * 40
+WORKTREE_PREFIX = "/tmp/sleuth-wt-"
 SLEUTH_IDENTITY = ["-c", "user.name=perf-sleuth", "-c", "user.email=perf-sleuth@localhost"]
 
 
@@ -291,7 +293,9 @@ class CliGit:
     def worktree(self, ref: str, where: str | None = None) -> Iterator[str]:
         """A scratch worktree at ``ref`` (detached), removed afterwards whatever happens."""
         sha = self.rev_parse(ref)
-        path = where or f"/tmp/sleuth-wt-{sha[:10]}-{uuid.uuid4().hex[:8]}"
+        # The owner's pid is in the name, so a later start can tell a worktree left by a killed
+        # process (see ``remove_stale_worktrees``) from one in use.
+        path = where or f"{WORKTREE_PREFIX}{os.getpid()}-{sha[:10]}-{uuid.uuid4().hex[:8]}"
         self.git("worktree", "add", "--detach", "--quiet", path, sha)
         try:
             yield path
@@ -299,6 +303,24 @@ class CliGit:
             self.git("worktree", "remove", "--force", path, check=False)
             self.host.run(["rm", "-rf", path], timeout=self.timeout)
             self.git("worktree", "prune", check=False)
+
+    def remove_stale_worktrees(self) -> list[str]:
+        """Remove scratch worktrees whose owning process is gone (it was killed mid-probe)."""
+        out = self.git("worktree", "list", "--porcelain").stdout
+        removed = []
+        for line in out.splitlines():
+            path = line.removeprefix("worktree ").strip()
+            if not line.startswith("worktree ") or not path.startswith(WORKTREE_PREFIX):
+                continue
+            owner = path[len(WORKTREE_PREFIX) :].split("-", 1)[0]
+            if owner.isdigit() and self.host.run(["kill", "-0", owner], timeout=30).ok:
+                continue  # its process is alive: in use
+            self.git("worktree", "remove", "--force", path, check=False)
+            self.host.run(["rm", "-rf", path], timeout=self.timeout)
+            removed.append(path)
+        if removed:
+            self.git("worktree", "prune", check=False)
+        return removed
 
     def prepare_revert(self, culprit: str, base: str = "HEAD") -> RevertPlan:
         """Revert ``culprit`` on top of ``base`` in a scratch worktree; returns the commit (no ref moved)."""

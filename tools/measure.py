@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shlex
 import threading
 import uuid
 from collections.abc import Callable
@@ -27,23 +29,24 @@ from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
 from tools.git import CliGit
 from tools.host import Host, HostError
-from tools.server import Server, ServerError, launch
+from tools.server import Server, ServerError, launch, reap
 from tools.stats import Comparison, Summary, compare, summarize
 
 METRICS = ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s")
 
 
 class Workload(BaseModel):
-    """What one sample is: a benchmark run (endpoint filled per server) and the metric it yields."""
+    """What one sample is: a benchmark run against the launched server (endpoint filled per server)
+    and the metric it yields, or, for projects that are not servers, ``command``: a shell template
+    run in the state's worktree (``{worktree}`` filled) whose output's last number is the sample."""
 
-    bench: BenchConfig
+    bench: BenchConfig | None = None
     metric: str = "tok_per_s"
+    command: str | None = None
 
     def key(self) -> str:
-        return json.dumps(
-            {"bench": self.bench.model_dump(mode="json", exclude={"endpoint", "server_log"}), "metric": self.metric},
-            sort_keys=True,
-        )
+        bench = self.bench.model_dump(mode="json", exclude={"endpoint", "server_log"}) if self.bench else None
+        return json.dumps({"bench": bench, "metric": self.metric, "command": self.command}, sort_keys=True)
 
 
 class State(BaseModel):
@@ -112,6 +115,10 @@ class Measurer:
         self.log_dir = Path(log_dir)
         self.cache = cache or MeasureCache()
         self.health_timeout_s = health_timeout_s
+        # What a killed predecessor left behind: its servers and its scratch worktrees.
+        self.pid_dir = self.log_dir.parent / "servers"
+        reap(self.pid_dir, host)
+        git.remove_stale_worktrees()
 
     # -- one server ---------------------------------------------------------------------------
     def _server(self, stack: ExitStack, state: State) -> Server:
@@ -119,14 +126,42 @@ class Measurer:
         log = self.log_dir / f"{state.label}-{state.ref[:10]}-{uuid.uuid4().hex[:6]}.log"
         try:
             server = launch(
-                state.launch, wt, log, env=state.env, host=self.host, health_timeout_s=self.health_timeout_s
+                state.launch,
+                wt,
+                log,
+                env=state.env,
+                host=self.host,
+                health_timeout_s=self.health_timeout_s,
+                pid_dir=self.pid_dir,
             )
         except ServerError as exc:
             raise ProbeError(f"{state.label} ({state.ref[:10]}) does not launch: {exc}") from exc
         stack.callback(server.stop)
         return server
 
+    def _open(self, stack: ExitStack, state: State, workload: Workload, entry: dict):
+        """Make a state ready to sample (launch its server, or just check it out); returns sample()."""
+        if workload.command is None:
+            server = self._server(stack, state)
+            entry["launches"] += 1
+            return lambda: self._sample(server, workload)
+        wt = stack.enter_context(self.git.worktree(state.ref))
+        entry["launches"] += 1
+        return lambda: self._run_command(wt, workload)
+
+    def _run_command(self, worktree: str, workload: Workload) -> tuple[float, float | None]:
+        assert workload.command is not None
+        cmd = workload.command.replace("{worktree}", shlex.quote(worktree))
+        res = self.host.run(cmd, cwd=worktree, timeout=self.health_timeout_s)
+        numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", res.stdout)
+        if not res.ok or not numbers:
+            why = "timed out" if res.timed_out else f"exit {res.exit_code}" if not res.ok else "printed no number"
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
+            raise ProbeError(f"benchmark command {why} in {worktree}: {tail[0][:200]}")
+        return float(numbers[-1]), None
+
     def _sample(self, server: Server, workload: Workload) -> tuple[float, float | None]:
+        assert workload.bench is not None
         cfg = workload.bench.model_copy(update={"endpoint": f"{server.base_url}/v1", "server_log": None})
         res = run_bench(cfg, server=server)
         if res.errors:
@@ -148,10 +183,9 @@ class Measurer:
         missing = samples - len(entry["samples"])
         if missing > 0:
             with ExitStack() as stack:
-                server = self._server(stack, state)
-                entry["launches"] += 1
+                sample = self._open(stack, state, workload, entry)
                 for _ in range(missing):
-                    value, verify = self._sample(server, workload)
+                    value, verify = sample()
                     entry["samples"].append(value)
                     if verify is not None:
                         entry["verify_ms"].append(verify)
@@ -178,22 +212,17 @@ class Measurer:
         eb, tree_b = self._entry(b, workload)
         n = samples
         with ExitStack() as warm:  # warm servers live across the doubling rounds
-            servers: dict[str, Server] = {}
+            samplers: dict[str, object] = {}
             while True:
                 need = max(0, n - len(ea["samples"])), max(0, n - len(eb["samples"]))
                 if any(need):
-                    self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample, warm, servers)
+                    self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample, warm, samplers)
                     self.cache.save()
                 cmp = compare(ea["samples"], eb["samples"], alpha=alpha, min_effect_pct=min_effect_pct)
                 if cmp.verdict != "unknown" or n >= max_samples:
                     break
                 n = min(2 * n, max_samples)
         return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
-
-    def _launch_counted(self, stack: ExitStack, state: State, entry: dict) -> Server:
-        server = self._server(stack, state)
-        entry["launches"] += 1
-        return server
 
     def _interleave(
         self,
@@ -202,7 +231,7 @@ class Measurer:
         fresh: bool,
         on_sample,
         warm: ExitStack,
-        servers: dict[str, Server],
+        samplers: dict[str, object],
     ) -> None:
         for i in range(max(n for _, _, n in sides)):
             for state, entry, n in sides:
@@ -210,11 +239,11 @@ class Measurer:
                     continue
                 if fresh:
                     with ExitStack() as once:
-                        value, verify = self._sample(self._launch_counted(once, state, entry), workload)
+                        value, verify = self._open(once, state, workload, entry)()
                 else:
-                    if state.label not in servers:
-                        servers[state.label] = self._launch_counted(warm, state, entry)
-                    value, verify = self._sample(servers[state.label], workload)
+                    if state.label not in samplers:
+                        samplers[state.label] = self._open(warm, state, workload, entry)
+                    value, verify = samplers[state.label]()  # type: ignore[operator]
                 entry["samples"].append(value)
                 if verify is not None:
                     entry["verify_ms"].append(verify)

@@ -9,6 +9,8 @@ interpreter it execs, any workers. The same code drives this machine and a node 
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import time
 import urllib.error
@@ -50,6 +52,7 @@ class Server(BaseModel):
     log_path: str  # on the host
     pid: int  # the process group leader
     startup_s: float = 0.0
+    pid_file: Path | None = None  # registration for reaping after a crash (see ``reap``)
 
     @property
     def base_url(self) -> str:
@@ -71,6 +74,11 @@ class Server(BaseModel):
 
     def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
+        self._stop(grace_s)
+        if self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)
+
+    def _stop(self, grace_s: float) -> None:
         try:
             for sig, wait in (("TERM", grace_s), ("KILL", 5.0)):
                 if not self._group_alive():
@@ -95,6 +103,33 @@ class Server(BaseModel):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def reap(pid_dir: Path, host: Host) -> list[int]:
+    """Kill servers registered in ``pid_dir`` whose owning process is gone (killed mid-probe)."""
+    killed = []
+    for f in sorted(pid_dir.glob("*.json")) if pid_dir.is_dir() else []:
+        try:
+            info = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if info.get("host") != host.name:
+            continue
+        if _pid_alive(int(info["owner"])):
+            continue
+        Server(command="", host=host, port=0, local_port=0, log_path="", pid=int(info["pid"]), pid_file=f).stop(1.0)
+        killed.append(int(info["pid"]))
+    return killed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def wait_healthy(url: str, timeout_s: float, alive=None) -> float:
@@ -126,8 +161,12 @@ def launch(
     env: dict[str, str] | None = None,
     health_timeout_s: float = 60.0,
     host: Host | None = None,
+    pid_dir: Path | None = None,
 ) -> Server:
-    """Start the server and return once ``/health`` answers; on failure nothing is left running."""
+    """Start the server and return once ``/health`` answers; on failure nothing is left running.
+
+    With ``pid_dir`` the server is registered there (its pid, and ours as its owner) until it is
+    stopped, so ``reap(pid_dir, host)`` can kill it if this process dies first."""
     host = host or LocalHost()
     port = port or free_port(host)
     command = render(template, worktree, port)
