@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -73,6 +75,21 @@ class LiveView:
         self.live.update(Group(head, hyp, t, Text(text, style="dim")))
 
 
+@contextlib.contextmanager
+def graceful_signals():
+    """SIGTERM (and SIGINT, as usual) unwind the hunt: every server is stopped and every scratch
+    worktree removed on the way out. (SIGKILL cannot be caught: the next start cleans up.)"""
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def target_from_alert(path: Path, repo: str | None) -> Target:
     try:
         payload = json.loads(path.read_text())
@@ -117,7 +134,7 @@ def run_hunt(target: Target, db: Path, budget: Budget, yes: bool, json_out: bool
     view = LiveView(live and not json_out and console.is_terminal)
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
     try:
-        with view:
+        with view, graceful_signals():
             result = hunter.start(hunt)
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))

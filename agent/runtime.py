@@ -41,7 +41,13 @@ class Runtime:
         run_dir.mkdir(parents=True, exist_ok=True)
         t = hunt.target
         self.host: Host = LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts)
-        self.ctx = ToolContext(t.repo, self.host, workdir=run_dir, cache=MeasureCache(run_dir / "measurements.json"))
+        self.ctx = ToolContext(
+            t.repo,
+            self.host,
+            workdir=run_dir,
+            cache=MeasureCache(run_dir / "measurements.json"),
+            pid_dir=run_dir.parent / "servers",
+        )  # shared by the store's runs
         self.workload = Workload(bench=t.workload, metric=t.metric, command=t.command)
         self.records: list[ToolRecord] = []
         self.on_event = on_event

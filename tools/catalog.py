@@ -29,11 +29,13 @@ class ToolContext:
         host: Host | None = None,
         workdir: str | Path = "/tmp/sleuth-work",
         cache: MeasureCache | None = None,
+        pid_dir: Path | None = None,
     ) -> None:
         self.host = host or LocalHost()
         self.repo = str(repo)
         self.workdir = Path(workdir)
         self.cache = cache or MeasureCache()
+        self.pid_dir = pid_dir
 
     @cached_property
     def git(self) -> CliGit:
@@ -41,7 +43,7 @@ class ToolContext:
 
     @cached_property
     def measurer(self) -> Measurer:
-        return Measurer(self.host, self.git, self.workdir / "logs", self.cache)
+        return Measurer(self.host, self.git, self.workdir / "logs", self.cache, pid_dir=self.pid_dir)
 
 
 class NoArgs(BaseModel):

@@ -109,14 +109,16 @@ class Measurer:
         log_dir: str | Path,
         cache: MeasureCache | None = None,
         health_timeout_s: float = 120.0,
+        pid_dir: str | Path | None = None,
     ) -> None:
         self.host = host
         self.git = git
         self.log_dir = Path(log_dir)
         self.cache = cache or MeasureCache()
         self.health_timeout_s = health_timeout_s
-        # What a killed predecessor left behind: its servers and its scratch worktrees.
-        self.pid_dir = self.log_dir.parent / "servers"
+        # What a killed predecessor left behind: its servers (registered in ``pid_dir``, shared by
+        # the runs of one store) and its scratch worktrees.
+        self.pid_dir = Path(pid_dir) if pid_dir else self.log_dir.parent / "servers"
         reap(self.pid_dir, host)
         git.remove_stale_worktrees()
 
