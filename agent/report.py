@@ -48,6 +48,7 @@ def verdict(hunt: Hunt) -> dict:
     return {
         "run_id": hunt.run_id,
         "status": hunt.status,
+        "target": {"repo": hunt.target.repo, "host": hunt.target.host, "metric": hunt.target.metric},
         "root_cause": root,
         "regression": hunt.regression,
         "hypotheses": hyps,

@@ -296,8 +296,8 @@ class CliGit:
         # The owner's pid is in the name, so a later start can tell a worktree left by a killed
         # process (see ``remove_stale_worktrees``) from one in use.
         path = where or f"{WORKTREE_PREFIX}{os.getpid()}-{sha[:10]}-{uuid.uuid4().hex[:8]}"
-        self.git("worktree", "add", "--detach", "--quiet", path, sha)
         try:
+            self.git("worktree", "add", "--detach", "--quiet", path, sha)
             yield path
         finally:
             self.git("worktree", "remove", "--force", path, check=False)

@@ -157,6 +157,9 @@ class LocalHost:
             self._kill_tree(proc)
             out, err = proc.communicate()
             timed_out = True
+        except BaseException:  # interrupted (SIGINT/SIGTERM): never leave the command running
+            self._kill_tree(proc)
+            raise
         return RunResult(
             command=shown,
             exit_code=proc.returncode,

@@ -183,11 +183,17 @@ def launch(
     server = Server(
         command=command, host=host, port=port, local_port=port, log_path=log_path, pid=int(res.stdout.strip())
     )
+    if pid_dir is not None:
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        server.pid_file = pid_dir / f"{server.pid}.json"
+        server.pid_file.write_text(json.dumps({"pid": server.pid, "owner": os.getpid(), "host": host.name}))
     try:
         server.local_port = host.forward(port)
         server.startup_s = wait_healthy(f"{server.base_url}/health", health_timeout_s, server.alive)
-    except (TimeoutError, ServerError, HostError) as exc:
+    except BaseException as exc:
         server.stop()
+        if not isinstance(exc, TimeoutError | ServerError | HostError):
+            raise  # interrupted: the server is stopped, the interruption goes on
         tail = "\n".join(server.log_text().splitlines()[-15:]) or "(empty log)"
         raise ServerError(f"{exc}: `{command}` on {host.name}; log tail:\n{tail}") from exc
     return server

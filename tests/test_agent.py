@@ -1,0 +1,303 @@
+"""The hunt: the seed story end to end, approval in another process, budgets, bad input, and the
+user's repository never harmed (finished, rejected, SIGTERM, SIGKILL)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_exe
+from tests.test_git_tools import fingerprint
+
+SMALL = """
+name = "small"
+seed = 5
+[history]
+filler = 2
+[[committed]]
+filler = 5
+[[committed]]
+id = "slow"
+subject = "Synchronize the stream after every routing step"
+edits = [{ path = "python/minisglang/layers/moe/topk.py", effect = { cost = "moe_topk", add_us = 40 } }]
+[[committed]]
+filler = 6
+[[uncommitted]]
+path = "python/minisglang/managers/scheduler.py"
+lines = 5
+[launch]
+flags = []
+[alert]
+good = 89
+bad = 70
+give_good_ref = true
+requests = 2
+max_tokens = 24
+[truth]
+culprits = ["slow"]
+"""
+
+
+def sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def servers_in_worktrees(owner: int | None = None) -> list[str]:
+    """Processes running inside a scratch worktree (of the hunt with pid ``owner``, or any)."""
+    prefix = "/tmp/sleuth-wt-" + (f"{owner}-" if owner else "")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.readlink(proc / "cwd").startswith(prefix):
+                found.append(proc.name)
+        except OSError:
+            continue
+    return found
+
+
+def worktrees(repo: Path) -> int:
+    return len(
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    )
+
+
+@pytest.fixture
+def small(tmp_path):
+    (tmp_path / "small.toml").write_text(textwrap.dedent(SMALL))
+    return build(load_spec(tmp_path / "small.toml"), tmp_path / "scenario")
+
+
+def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenario):
+    db = tmp_path / "runs.db"
+    proc = sleuth("demo", "--json", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["status"] == "awaiting_approval"
+    culprit = seed_scenario.truth["root_causes"][0]["ref"]  # same spec, same SHAs
+    assert v["root_cause"]["kind"] == "commit" and v["root_cause"]["ref"] == culprit
+    assert "Fix PCG MoE Error" in v["root_cause"]["summary"]
+    assert v["probes"] <= 10
+    by_subject = {h["statement"].split("=")[0]: h for h in v["hypotheses"] if h["category"] == "environment"}
+    assert {"NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_LEVEL"} <= set(by_subject)
+    assert all(h["status"] == "refuted" for h in by_subject.values())
+    patches = {h["statement"]: h for h in v["hypotheses"] if h["category"] == "uncommitted"}
+    assert len(patches) == 8 and all(h["status"] == "refuted" for h in patches.values())
+    flashinfer = next(h for s, h in patches.items() if "flashinfer_mla_backend.py" in s)
+    assert flashinfer["demoted"] and "attention_backend='triton'" in flashinfer["reason"]
+    assert any("server_args.py" in s for s in patches)
+    history = next(h for h in v["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "supported"
+    assert v["proposed_action"] == {
+        "kind": "revert",
+        "ref": culprit,
+        "status": "pending",
+        "branch": f"sleuth/revert-{culprit[:10]}",
+        "revert_sha": v["proposed_action"]["revert_sha"],
+    }
+    repo = Path(v["target"]["repo"])
+    before = fingerprint(repo)
+    assert (db.parent / "runs" / v["run_id"] / "hunt.png").stat().st_size > 10_000
+    assert "Approve: `sleuth approve" in (db.parent / "runs" / v["run_id"] / "report.md").read_text()
+
+    # Hours later, in another process: the person approves.
+    proc = sleuth("approve", v["run_id"], "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = json.loads(proc.stdout)
+    assert after["status"] == "concluded" and after["proposed_action"]["status"] == "applied"
+    assert after["after"]["recovered_pct_of_drop"] > 60
+    now = fingerprint(repo)
+    assert now["files"] == before["files"] and now["index"] == before["index"] and now["HEAD"] == before["HEAD"]
+    assert f"refs/heads/sleuth/revert-{culprit[:10]}" in now["refs"]  # the approved change, and only it
+    assert worktrees(repo) == 1 and not servers_in_worktrees()
+
+
+def test_a_rejected_proposal_changes_nothing(small, tmp_path):
+    before = fingerprint(small.repo)
+    db = tmp_path / "runs.db"
+    proc = sleuth("hunt", "--alert", str(small.root / "alert.json"), "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"]
+    uncommitted = next(h for h in v["hypotheses"] if h["category"] == "uncommitted")
+    assert uncommitted["status"] == "refuted"
+    proc = sleuth("reject", v["run_id"], "--reason", "release freeze", "--db", str(db), "--json")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["proposed_action"]["status"] == "rejected"
+    assert fingerprint(small.repo) == before
+    assert sleuth("approve", v["run_id"], "--db", str(db)).returncode == 2  # nothing pending any more
+
+
+def test_an_exhausted_budget_is_inconclusive_not_a_traceback(small, tmp_path):
+    proc = sleuth(
+        "hunt", "--alert", str(small.root / "alert.json"), "--db", str(tmp_path / "r.db"), "--max-probes", "2", "--json"
+    )
+    assert proc.returncode == 1
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive" and "probe budget of 2 exhausted" in v["error"]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--repo", "/tmp", "--bench", "echo 1", "--good", "HEAD"], "error: --repo: /tmp is not a git repository"),
+        (["--alert", "/nonexistent/alert.json"], "error: --alert: /nonexistent/alert.json: not an alert payload"),
+        (["--good", "no-such-ref"], "error: --good: unknown ref 'no-such-ref'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(small, tmp_path, args, expected):
+    base = [] if "--alert" in args or "--repo" in args else ["--alert", str(small.root / "alert.json")]
+    proc = sleuth("hunt", *base, *args, "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(expected)
+
+
+def _start_hunt(small: object, db: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sleuth_exe(),
+            "hunt",
+            "--alert",
+            str(small.root / "alert.json"),
+            "--db",
+            str(db),  # type: ignore[attr-defined]
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_a_server(proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if servers_in_worktrees(proc.pid):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no server came up")
+
+
+def _no_servers(owner: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not servers_in_worktrees(owner):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_mid_probe_stops_servers_and_leaves_the_repo_intact(small, tmp_path):
+    before = fingerprint(small.repo)
+    proc = _start_hunt(small, tmp_path / "r.db")
+    _wait_for_a_server(proc)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert _no_servers(proc.pid)
+    assert fingerprint(small.repo) == before and worktrees(small.repo) == 1
+
+
+def test_sigkill_mid_probe_leaves_the_repo_intact_and_the_next_start_cleans_up(small, tmp_path):
+    before = fingerprint(small.repo)
+    db = tmp_path / "r.db"
+    proc = _start_hunt(small, db)
+    _wait_for_a_server(proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    killed = proc.pid
+    assert servers_in_worktrees(killed), "the SIGKILL should have orphaned a server"
+    assert fingerprint(small.repo) == before  # every byte, the index, refs, HEAD, stash
+    # The orphans of a SIGKILL: a server and a scratch worktree. The next start removes them.
+    proc = subprocess.run(
+        [
+            sleuth_exe(),
+            "hunt",
+            "--alert",
+            str(small.root / "alert.json"),
+            "--db",
+            str(db),
+            "--max-probes",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert _no_servers(killed)
+    assert worktrees(small.repo) == 1
+    assert fingerprint(small.repo) == before
+
+
+def test_a_repository_no_lab_built_with_a_timeit_benchmark(tmp_path):
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *ident, *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (repo / "lib.py").write_text(
+        'ITEMS = [(f"k{i}", i) for i in range(2000)]\nTABLE = dict(ITEMS)\n\n\n'
+        "def lookup(key):\n    return TABLE[key]\n"
+    )
+    git("add", ".")
+    git("commit", "-qm", "init")
+    for i in range(1, 31):
+        if i == 17:
+            text = (
+                (repo / "lib.py")
+                .read_text()
+                .replace(
+                    "    return TABLE[key]\n",
+                    "    for k, v in ITEMS:\n        if k == key:\n            return v\n    raise KeyError(key)\n",
+                )
+            )
+            (repo / "lib.py").write_text(text)
+            git("commit", "-qam", "Preserve insertion order in lookup")
+        else:
+            with open(repo / "NOTES.md", "a") as f:
+                f.write(f"note {i}\n")
+            git("add", "NOTES.md")
+            git("commit", "-qm", f"docs: note {i}")
+    culprit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD~13"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    bench = (
+        "python3 -c 'import timeit, lib; "
+        'print(min(timeit.repeat(lambda: lib.lookup("k1500"), number=300, repeat=3)))\''
+    )
+    before = fingerprint(repo)
+    proc = sleuth(
+        "hunt",
+        "--repo",
+        str(repo),
+        "--good",
+        "HEAD~30",
+        "--bench",
+        bench,
+        "--lower-is-better",
+        "--db",
+        str(tmp_path / "r.db"),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"] == {
+        "kind": "commit",
+        "ref": culprit,
+        "summary": f'{culprit[:10]} "Preserve insertion order in lookup"',
+    }
+    assert v["probes"] <= 10
+    assert fingerprint(repo) == before
