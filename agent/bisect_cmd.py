@@ -8,14 +8,13 @@ once) is one line naming it, exit code 2, and no process left running.
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from agent.alerts import AlertError, bench_options, read_alert
 from agent.cli import app, bad_input, console, out, print_json
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
@@ -23,20 +22,6 @@ from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
 from tools.measure import Measurer, Workload
 from tools.ssh import SSHHost
-
-
-def _alert_annotations(path: Path) -> dict[str, str]:
-    try:
-        payload = json.loads(path.read_text())
-        alert = payload["alerts"][0] if "alerts" in payload else payload
-        return dict(alert.get("annotations") or payload.get("commonAnnotations") or {})
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        bad_input(f"--alert: {path}: not an alert payload ({exc})")
-
-
-def _bench_options(command: str) -> dict[str, str]:
-    words = shlex.split(command)
-    return {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
 
 
 def _host(alias: str | None, known_hosts: Path | None, accept_new: bool) -> Host:
@@ -74,11 +59,14 @@ def bisect_cmd(
     if metric not in ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s"):
         bad_input(f"--metric: unknown metric '{metric}'")
     if alert is not None:
-        ann = _alert_annotations(alert)
+        try:
+            ann, _labels = read_alert(alert)
+        except AlertError as exc:
+            bad_input(f"--alert: {exc}")
         launch = launch or ann.get("launch_command")
         good = good or ann.get("good_ref")
         repo = repo or ann.get("repo")
-        opts = _bench_options(ann.get("benchmark_command", ""))
+        opts = bench_options(ann.get("benchmark_command", ""))
         model = model or opts.get("--model")
         requests = int(opts.get("--requests", requests))
         max_tokens = int(opts.get("--max-tokens", max_tokens))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shlex
 import signal
 import tempfile
 import time
@@ -18,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from agent.alerts import AlertError, bench_config, read_alert
 from agent.cli import app, bad_input, console, out, print_json
 from agent.graph import Decision, Hunter
 from agent.report import verdict, write_report
@@ -92,29 +91,16 @@ def graceful_signals():
 
 def target_from_alert(path: Path, repo: str | None) -> Target:
     try:
-        payload = json.loads(path.read_text())
-        alert = payload["alerts"][0] if "alerts" in payload else payload
-        ann = alert.get("annotations") or payload.get("commonAnnotations") or {}
-        labels = alert.get("labels") or {}
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        bad_input(f"--alert: {path}: not an alert payload ({exc})")
-    for field in ("launch_command", "benchmark_command"):
-        if field not in ann:
-            bad_input(f"--alert: {path}: annotations.{field} missing")
-    words = shlex.split(ann["benchmark_command"])
-    opts = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
-    try:
-        bench = BenchConfig(
-            endpoint="http://unset/v1",
-            model=opts["--model"],
-            requests=int(opts.get("--requests", 4)),
-            max_tokens=int(opts.get("--max-tokens", 64)),
-            time_scale=float(opts.get("--time-scale", 1.0)),
-        )
+        ann, labels = read_alert(path)
+        if "launch_command" not in ann:
+            raise AlertError(f"{path}: annotations.launch_command missing")
+        bench = bench_config(ann, str(path))
         good = float(ann["good_value"]) if "good_value" in ann else None
         bad = float(ann["bad_value"]) if "bad_value" in ann else None
-    except (KeyError, ValueError) as exc:
-        bad_input(f"--alert: {path}: benchmark_command or good/bad value unusable ({exc})")
+    except AlertError as exc:
+        bad_input(f"--alert: {exc}")
+    except ValueError as exc:
+        bad_input(f"--alert: {path}: annotations.good_value/bad_value: {exc}")
     return Target(
         repo=repo or ann.get("repo", ""),
         launch=ann["launch_command"],

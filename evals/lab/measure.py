@@ -6,7 +6,6 @@ so measuring never touches the scenario repo's checkout, index or uncommitted wo
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.alerts import bench_config, read_alert
 from tools.bench import BenchConfig, BenchResult, run_bench
 from tools.server import launch
 from tools.stats import Summary, summarize
@@ -89,18 +89,8 @@ def measure_state(
 
 def scenario_bench_config(root: Path) -> tuple[dict, BenchConfig]:
     """The alert's annotations and the benchmark it describes."""
-    alert = json.loads((root / "alert.json").read_text())
-    ann = alert["commonAnnotations"]
-    words = ann["benchmark_command"].split()
-    opt = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
-    cfg = BenchConfig(
-        endpoint="http://unset/v1",
-        model=opt["--model"],
-        requests=int(opt["--requests"]),
-        max_tokens=int(opt["--max-tokens"]),
-        time_scale=float(opt["--time-scale"]),
-    )
-    return ann, cfg
+    ann, _labels = read_alert(root / "alert.json")
+    return ann, bench_config(ann, str(root / "alert.json"))
 
 
 def scratch_dir(prefix: str) -> Path:

@@ -1,0 +1,55 @@
+"""Reading alerts: an Alertmanager webhook v4 payload (or one plain alert) and its annotations.
+
+perf-sleuth reads these annotations: ``launch_command`` (a template with ``{worktree}`` and
+``{port}``), ``benchmark_command`` (a ``sleuth bench`` line: ``--model``, ``--requests``,
+``--max-tokens``, ``--time-scale``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
+``good_launch_command``, ``repo`` and ``summary``; the label ``metric`` names the metric.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from tools.bench import BenchConfig
+
+
+class AlertError(ValueError):
+    """The file is not an alert perf-sleuth can use; the message names the file and the field."""
+
+
+def read_alert(path: str | Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(annotations, labels) of the first alert in the file."""
+    p = Path(path)
+    try:
+        payload = json.loads(p.read_text())
+        alert = payload["alerts"][0] if "alerts" in payload else payload
+        ann = alert.get("annotations") or payload.get("commonAnnotations") or {}
+        labels = alert.get("labels") or payload.get("commonLabels") or {}
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise AlertError(f"{p}: not an alert payload ({exc})") from exc
+    return dict(ann), dict(labels)
+
+
+def bench_options(command: str) -> dict[str, str]:
+    """``--flag value`` pairs of a benchmark command line."""
+    words = shlex.split(command)
+    return {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
+
+
+def bench_config(annotations: dict[str, str], where: str = "alert") -> BenchConfig:
+    """The benchmark the alert's ``benchmark_command`` describes (endpoint filled per server)."""
+    if "benchmark_command" not in annotations:
+        raise AlertError(f"{where}: annotations.benchmark_command missing")
+    opts = bench_options(annotations["benchmark_command"])
+    try:
+        return BenchConfig(
+            endpoint="http://unset/v1",
+            model=opts["--model"],
+            requests=int(opts.get("--requests", 4)),
+            max_tokens=int(opts.get("--max-tokens", 64)),
+            time_scale=float(opts.get("--time-scale", 1.0)),
+        )
+    except (KeyError, ValueError) as exc:
+        raise AlertError(f"{where}: annotations.benchmark_command unusable ({exc})") from exc
