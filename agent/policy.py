@@ -303,8 +303,32 @@ def _test_uncommitted(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     text = _fmt(cmp, head, now, hunt.target.metric)
     if cmp.verdict == "different" and _better(hunt, head, now):
         _verdict(group, "supported", text, [head.id, now.id])
+        if len(group) > 1:
+            _localize_patch(hunt, rt, group, head)
     else:
         _verdict(group, "refuted", text, [head.id, now.id])
+
+
+def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Measured) -> None:
+    """Halve the changed files: HEAD plus half of them (a snapshot commit) vs HEAD, until one is left.
+    Files on a path the server does not execute go last, so they are tested last."""
+    suspects = sorted(group, key=lambda x: "not on the executed path" in x.reason)
+    while len(suspects) > 1:
+        half = suspects[: len(suspects) // 2]
+        rest = suspects[len(suspects) // 2 :]
+        paths = [x.subject for x in half if x.subject]
+        m = rt.measure(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
+        cmp, head, m = ab(hunt, rt, head, m, "HEAD", m.label)
+        numbers = _fmt(cmp, head, m, hunt.target.metric)
+        if cmp.verdict == "different" and _better(hunt, head, m):
+            cleared, suspects = rest, half
+            why = f"localization: HEAD plus only [{', '.join(paths)}] already reproduces the slowdown ({numbers})"
+        else:
+            cleared, suspects = half, rest
+            why = f"localization: HEAD plus this change (with [{', '.join(paths)}]) is as fast as HEAD ({numbers})"
+        for x in cleared:
+            x.status, x.reason, x.evidence = "refuted", why, [head.id, m.id]
+    rt.say(hunt, "localize", f"the uncommitted change that matters: {suspects[0].subject}")
 
 
 def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
@@ -376,9 +400,13 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         hunt.root_kind, hunt.root_ref = "env", named[0].subject
         hunt.root_summary = f"{named[0].statement}"
     elif "uncommitted" in by:
-        paths = [h.subject for h in sup if h.category == "uncommitted"]
+        paths = [h.subject or "" for h in sup if h.category == "uncommitted"]
         hunt.root_kind, hunt.root_ref = "uncommitted", paths[0] if len(paths) == 1 else ", ".join(paths)
-        hunt.root_summary = f"the uncommitted changes ({len(paths)} files) make it slower than HEAD"
+        hunt.root_summary = (
+            f"the uncommitted change to {paths[0]} makes it slower than HEAD"
+            if len(paths) == 1
+            else f"the uncommitted changes ({len(paths)} files) make it slower than HEAD"
+        )
     elif "config" in by:
         hunt.root_kind, hunt.root_ref = "config", by["config"].subject
         hunt.root_summary = f"launch flag {by['config'].subject} changed since the good run"

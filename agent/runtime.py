@@ -87,9 +87,11 @@ class Runtime:
         env: dict[str, str] | None = None,
         launch: str | None = None,
         samples: int | None = None,
+        paths: list[str] | None = None,
     ) -> Measured:
-        """Measure a state (cached); the result joins the hunt's measurements under a new id."""
-        sha = self.ctx.git.snapshot() if ref == "WORKTREE" else self.ctx.git.rev_parse(ref)
+        """Measure a state (cached); the result joins the hunt's measurements under a new id.
+        ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
+        sha = self.ctx.git.snapshot(paths) if ref == "WORKTREE" else self.ctx.git.rev_parse(ref)
         state = State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
         self._count_probe(hunt, state)
         self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")

@@ -301,3 +301,55 @@ def test_a_repository_no_lab_built_with_a_timeit_benchmark(tmp_path):
     }
     assert v["probes"] <= 10
     assert fingerprint(repo) == before
+
+
+PATCH_SPEC = """
+name = "topk_patch"
+seed = 11
+[history]
+filler = 3
+[[committed]]
+filler = 4
+[[uncommitted]]
+path = "python/minisglang/entrypoints/engine.py"
+template = "nccl_env_propagation"
+lines = 13
+[[uncommitted]]
+id = "topk"
+path = "python/minisglang/layers/moe/topk.py"
+lines = 20
+effect = { cost = "moe_topk", add_us = 40 }
+[[uncommitted]]
+path = "python/minisglang/models/kimi_k25.py"
+template = "aux_hidden_capture"
+lines = 15
+[[uncommitted]]
+path = "python/minisglang/server_args.py"
+template = "sm120_moe_runner"
+[launch]
+flags = []
+[alert]
+good = 89
+bad = 70
+give_good_ref = true
+requests = 2
+max_tokens = 24
+[truth]
+culprits = ["topk"]
+"""
+
+
+def test_the_one_uncommitted_patch_that_matters_is_localized(tmp_path):
+    (tmp_path / "s.toml").write_text(textwrap.dedent(PATCH_SPEC))
+    res = build(load_spec(tmp_path / "s.toml"), tmp_path / "scenario")
+    before = fingerprint(res.repo)
+    proc = sleuth("hunt", "--alert", str(res.root / "alert.json"), "--db", str(tmp_path / "r.db"), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "uncommitted"
+    assert v["root_cause"]["ref"] == "python/minisglang/layers/moe/topk.py"
+    assert next(h for h in v["hypotheses"] if h["category"] == "history")["status"] == "refuted"
+    others = [h for h in v["hypotheses"] if h["category"] == "uncommitted" and "topk" not in h["statement"]]
+    assert len(others) == 3 and all(h["status"] == "refuted" and "localization" in h["reason"] for h in others)
+    assert v["proposed_action"]["kind"] == "restore" and v["proposed_action"]["status"] == "pending"
+    assert fingerprint(res.repo) == before  # measuring half of the patches never touched the checkout

@@ -270,23 +270,31 @@ class CliGit:
         return {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
 
     # -- probes -----------------------------------------------------------------------------
-    def snapshot(self) -> str:
+    def snapshot(self, paths: list[str] | None = None) -> str:
         """A commit object holding the working tree as it is (tracked changes and untracked files,
-        ignored ones excluded), parent HEAD. The user's index and files are not touched."""
+        ignored ones excluded), parent HEAD; with ``paths``, HEAD plus the working-tree state of just
+        those paths (to tell which uncommitted change matters). The user's index and files are not
+        touched: everything goes through a temporary index."""
         head = self.rev_parse("HEAD")
-        if self.status().clean:
+        if paths is None and self.status().clean:
             return head
         index = self.git("rev-parse", "--git-path", "index").stdout.strip()
         tmp_index = f"/tmp/sleuth-index-{uuid.uuid4().hex}"
         try:
-            self.host.run(["cp", index, tmp_index], cwd=self.path, timeout=self.timeout).check()
             env = {"GIT_INDEX_FILE": tmp_index}
-            self.git("add", "-A", "--", ".", env=env)
+            if paths is None:
+                self.host.run(["cp", index, tmp_index], cwd=self.path, timeout=self.timeout).check()
+                self.git("add", "-A", "--", ".", env=env)
+            else:
+                self.git("read-tree", head, env=env)
+                if paths:
+                    self.git("add", "-A", "--", *paths, env=env)
             tree = self.git("write-tree", env=env).stdout.strip()
         finally:
             self.host.run(["rm", "-f", tmp_index], timeout=self.timeout)
+        what = "uncommitted work" if paths is None else f"uncommitted changes to {len(paths)} path(s)"
         return self.git(
-            *SLEUTH_IDENTITY, "commit-tree", tree, "-p", head, "-m", "perf-sleuth snapshot of uncommitted work"
+            *SLEUTH_IDENTITY, "commit-tree", tree, "-p", head, "-m", f"perf-sleuth snapshot of {what}"
         ).stdout.strip()
 
     @contextlib.contextmanager
