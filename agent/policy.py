@@ -371,13 +371,15 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         good, head = hunt.good_candidate, rt.ctx.git.rev_parse("HEAD")
         parents = rt.ctx.git.rev_list(good, head)  # type: ignore[arg-type]
         rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
+        # No sandwich inside a hunt: the confirmation A/B (HEAD vs HEAD with the culprit reverted)
+        # proves the same thing more directly and would otherwise cost a probe of the parent.
         seen: dict[str, list[float]] = {}
         res = bisect(
             parents,
             good,
             head,
             rt.probe_fn(hunt, seen),  # type: ignore[arg-type]
-            BisectConfig(higher_is_better=hunt.target.higher_is_better),
+            BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=False),
         )
         known = {m.ref for m in hunt.measurements}
         for sha, got in seen.items():
