@@ -181,6 +181,10 @@ def hunt_cmd(
     max_tokens: Annotated[int, typer.Option(min=1)] = 64,
     time_scale: Annotated[float, typer.Option(min=0.0001)] = 1.0,
     host: Annotated[str | None, typer.Option(help="ssh alias of the host (default: this machine)")] = None,
+    ssh_config: Annotated[Path | None, typer.Option(help="ssh config file for --host (default ~/.ssh/config)")] = None,
+    known_hosts: Annotated[
+        Path | None, typer.Option(help="known_hosts for --host (default ~/.ssh/known_hosts)")
+    ] = None,
     max_probes: Annotated[int, typer.Option(min=1)] = 20,
     max_wall: Annotated[float, typer.Option(help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
@@ -227,7 +231,9 @@ def hunt_cmd(
             ),
         )
     target.host = host
-    h = LocalHost() if host is None else SSHHost(host)
+    target.ssh_config = str(ssh_config) if ssh_config else None
+    target.known_hosts = str(known_hosts) if known_hosts else None
+    h = LocalHost() if host is None else SSHHost(host, ssh_config=ssh_config, known_hosts=known_hosts)
     try:
         git = open_repo(target.repo, h)
         if target.good_ref:

@@ -40,7 +40,9 @@ class Runtime:
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         t = hunt.target
-        self.host: Host = LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts)
+        self.host: Host = (
+            LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts, ssh_config=t.ssh_config)
+        )
         self.ctx = ToolContext(
             t.repo,
             self.host,

@@ -32,6 +32,7 @@ class Target(BaseModel):
     repo: str
     host: str | None = None  # ssh alias; None: this machine
     known_hosts: str | None = None
+    ssh_config: str | None = None
     launch: str = ""  # server launch template with {worktree} and {port} ("" with ``command``)
     good_launch: str | None = None  # the launch that produced the good value, when it differs
     workload: BenchConfig | None = None  # the benchmark against the launched server...
