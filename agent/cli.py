@@ -120,7 +120,8 @@ def _load_plugins() -> None:
 
 def main() -> None:
     import agent.bisect_cmd
-    import agent.hunt_cmd  # noqa: F401 - registers `sleuth demo`, `hunt`, `approve`, `reject`
+    import agent.hunt_cmd
+    import agent.runs_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`
 
     _load_plugins()
     app()

@@ -12,7 +12,9 @@ interrupt; the node that asks re-runs on resume, so it has no side effects of it
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -24,9 +26,10 @@ from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from agent import policy
-from agent.report import write_report
+from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
+from transcripts.store import Store
 
 
 class GraphState(TypedDict):
@@ -47,7 +50,10 @@ class Hunter:
     def __init__(self, db: Path, runs_dir: Path, on_event: Callable[[Hunt, str], None] | None = None) -> None:
         self.db, self.runs_dir, self.on_event = db, runs_dir, on_event
         db.parent.mkdir(parents=True, exist_ok=True)
-        self.saver = SqliteSaver(sqlite3.connect(str(db), check_same_thread=False))
+        # LangGraph's checkpoints beside the transcript store, in a file of their own: two writers on
+        # one SQLite file would wait on each other's locks.
+        self.saver = SqliteSaver(sqlite3.connect(str(db.with_name("checkpoints.db")), check_same_thread=False))
+        self.store = Store(db)
         self.runtimes: dict[str, Runtime] = {}
         self.app = self._build().compile(checkpointer=self.saver)
 
@@ -56,13 +62,14 @@ class Hunter:
 
     def runtime(self, hunt: Hunt) -> Runtime:
         if hunt.run_id not in self.runtimes:
-            self.runtimes[hunt.run_id] = Runtime(hunt, self.run_dir(hunt.run_id), self.on_event)
+            self.runtimes[hunt.run_id] = Runtime(hunt, self.run_dir(hunt.run_id), self.on_event, self.store)
         return self.runtimes[hunt.run_id]
 
     def close(self) -> None:
         for rt in self.runtimes.values():
             rt.close()
         self.saver.conn.close()
+        self.store.close()
 
     # -- nodes -------------------------------------------------------------------------------
     def _node(self, fn: Callable[[Hunt, Runtime], None], phase: str):
@@ -82,6 +89,8 @@ class Hunter:
                 hunt.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 (rt.run_dir / "error.txt").write_text(traceback.format_exc())
                 rt.say(hunt, "error", hunt.error)
+            if hunt.hypotheses:
+                self.store.put_hypotheses(hunt.run_id, [h.model_dump() for h in hunt.hypotheses])
             return {"hunt": hunt.model_dump(mode="json")}
 
         return run
@@ -141,6 +150,7 @@ class Hunter:
             hunt.action.branch = decision.branch
         hunt.status = "running" if decision.approved else "concluded"
         hunt.log("approval", f"{hunt.action.status}: {decision.reason}")
+        self.store.event(hunt.run_id, "approval", f"{hunt.action.status}: {decision.reason}", decision.model_dump())
         return {"hunt": hunt.model_dump(mode="json")}
 
     @staticmethod
@@ -149,7 +159,9 @@ class Hunter:
         if a is None or a.status != "approved":
             return
         if a.kind == "revert":
-            rec = rt.tool("git_land_revert", {"plan": hunt.confirmation["plan"], "branch": a.branch}, approved=True)
+            rec = rt.tool(
+                "git_land_revert", {"plan": hunt.confirmation["plan"], "branch": a.branch}, approved=True, hunt=hunt
+            )
             if not rec.ok:
                 raise RuntimeError(rec.error)
             a.branch, a.status = rec.result["branch"], "applied"
@@ -189,6 +201,20 @@ class Hunter:
         if hunt.status == "running":
             hunt.status = "concluded"
         write_report(hunt, rt.run_dir)
+        self.record_end(hunt)
+
+    def record_end(self, hunt: Hunt) -> None:
+        """The run's row: status, root cause and the verdict JSON (also while awaiting approval)."""
+        self.store.update_run(
+            hunt.run_id,
+            status=hunt.status,
+            ended=time.time(),
+            root_kind=hunt.root_kind,
+            root_ref=hunt.root_ref,
+            root_summary=hunt.root_summary,
+            probes=hunt.probes,
+            verdict=json.dumps(verdict(hunt)),
+        )
 
     # -- routing -----------------------------------------------------------------------------
     @staticmethod
@@ -249,15 +275,25 @@ class Hunter:
     def config(run_id: str) -> dict:
         return {"configurable": {"thread_id": run_id}, "recursion_limit": 200}
 
-    def start(self, hunt: Hunt) -> Hunt:
+    def start(self, hunt: Hunt, scenario: str | None = None) -> Hunt:
+        self.store.start_run(
+            hunt.run_id,
+            policy="methodical",
+            target=hunt.target.repo + (f" on {hunt.target.host}" if hunt.target.host else ""),
+            scenario=scenario,
+        )
         self.app.invoke({"hunt": hunt.model_dump(mode="json")}, self.config(hunt.run_id), durability="sync")
-        return self.current(hunt.run_id)
+        result = self.current(hunt.run_id)
+        self.record_end(result)
+        return result
 
     def resume(self, run_id: str, decision: Decision) -> Hunt:
         from langgraph.types import Command
 
         self.app.invoke(Command(resume=decision.model_dump()), self.config(run_id), durability="sync")
-        return self.current(run_id)
+        result = self.current(run_id)
+        self.record_end(result)
+        return result
 
     def current(self, run_id: str) -> Hunt:
         snap = self.app.get_state(self.config(run_id))

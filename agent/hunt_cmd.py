@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import tempfile
 import time
@@ -25,13 +24,11 @@ from tools.bench import BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
+from transcripts.store import default_path
 
 
 def default_db() -> Path:
-    if os.environ.get("SLEUTH_DB"):
-        return Path(os.environ["SLEUTH_DB"])
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "perf-sleuth" / "runs.db"
+    return default_path()
 
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
@@ -251,7 +248,7 @@ def hunt_cmd(
 
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db or default_db()
-    if not db.exists():
+    if not db.with_name("checkpoints.db").exists():
         bad_input(f"--db: {db}: no run store here")
     hunter = Hunter(db, db.parent / "runs")
     try:

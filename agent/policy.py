@@ -168,7 +168,7 @@ def plan(hunt: Hunt, rt: Runtime) -> None:
             "A/B: the working tree with the tuning variables blanked vs as they are",
             var,
         )
-    status = rt.tool("git_status", {})
+    status = rt.tool("git_status", {}, hunt=hunt)
     changed = (
         sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
         if status.ok
@@ -180,7 +180,7 @@ def plan(hunt: Hunt, rt: Runtime) -> None:
         for word, (arg, value) in CODE_PATHS.items():
             if word in path.lower() and arg in args and value.lower() not in args[arg].lower():
                 hs[-1].reason = f"not on the executed path: the server runs {arg}='{args[arg]}'"
-    reflog = rt.tool("git_reflog", {"limit": 50})
+    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
     candidate = hunt.target.good_ref
     how = "the alert's good ref"
     if candidate is None and reflog.ok:
@@ -234,7 +234,7 @@ def _verdict(group: list[Hypothesis], status, reason: str, evidence: list[str]) 
 
 
 def _test_hardware(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
-    rec = rt.tool("nvidia_smi", {"setup": setup_prefix(hunt)})
+    rec = rt.tool("nvidia_smi", {"setup": setup_prefix(hunt)}, hunt=hunt)
     if not rec.ok:
         _verdict([h], "inconclusive", rec.error or "nvidia-smi failed", [])
         return
@@ -386,7 +386,7 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             if sha not in known:
                 rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
         hunt.culprits = [c.sha for c in res.culprits]
-        show = rt.tool("git_show_stat", {"ref": hunt.culprits[0]})
+        show = rt.tool("git_show_stat", {"ref": hunt.culprits[0]}, hunt=hunt)
         subject = show.result["commit"]["subject"] if show.ok else ""
         hunt.root_kind, hunt.root_ref = "commit", hunt.culprits[0]
         hunt.root_summary = f'{hunt.culprits[0][:10]} "{subject}"'
@@ -421,7 +421,7 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     """A/B: HEAD vs HEAD with the culprit reverted. Returns whether the revert recovers."""
     if hunt.root_kind != "commit":
         return True  # env / patch / config / hardware verdicts come from their own A/B already
-    plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"})
+    plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
     if not plan.ok or plan.result["conflict"]:
         hunt.confirmation = {
             "ok": False,

@@ -19,10 +19,22 @@ from tools.host import Host, LocalHost
 from tools.measure import MeasureCache, State, Workload
 from tools.registry import ToolRecord, call
 from tools.ssh import SSHHost
+from transcripts.store import Store
 
 
 class BudgetExhausted(RuntimeError):
     pass
+
+
+# The hunt's event kinds as the transcript store names them (everything else is a note).
+STORE_KINDS = {
+    "hypothesis": "hypothesis",
+    "verdict": "verdict",
+    "measurement": "measurement",
+    "approval": "approval",
+    "error": "error",
+    "budget": "error",
+}
 
 
 def with_env(template: str, env: dict[str, str]) -> str:
@@ -36,7 +48,10 @@ def with_env(template: str, env: dict[str, str]) -> str:
 
 
 class Runtime:
-    def __init__(self, hunt: Hunt, run_dir: Path, on_event: Callable[[Hunt, str], None] | None = None) -> None:
+    def __init__(
+        self, hunt: Hunt, run_dir: Path, on_event: Callable[[Hunt, str], None] | None = None, store: Store | None = None
+    ) -> None:
+        self.store = store
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         t = hunt.target
@@ -55,13 +70,23 @@ class Runtime:
         self.on_event = on_event
 
     # -- tools ---------------------------------------------------------------------------------
-    def tool(self, name: str, args: dict, approved: bool = False) -> ToolRecord:
+    def tool(self, name: str, args: dict, approved: bool = False, hunt: Hunt | None = None) -> ToolRecord:
+        if self.store is not None and hunt is not None:
+            self.store.event(
+                hunt.run_id, "tool_call", f"{name} {args}", {"name": name, "args": args, "approved": approved}
+            )
         rec = call(name, args, self.ctx, approved=approved)
         self.records.append(rec)
+        if self.store is not None and hunt is not None:
+            text = f"{name}: {'ok' if rec.ok else rec.error}"
+            self.store.event(hunt.run_id, "tool_result", text, rec.model_dump(mode="json"), rec.duration_s)
         return rec
 
-    def say(self, hunt: Hunt, kind: str, text: str) -> None:
+    def say(self, hunt: Hunt, kind: str, text: str, payload: dict | None = None) -> None:
         hunt.log(kind, text)
+        if self.store is not None:
+            stored = STORE_KINDS.get(kind, "note")
+            self.store.event(hunt.run_id, stored, text, {"phase": kind, **(payload or {})})
         if self.on_event is not None:
             self.on_event(hunt, text)
 
@@ -113,6 +138,8 @@ class Runtime:
             verify_ms=sum(m.verify_ms) / len(m.verify_ms) if m.verify_ms else None,
         )
         hunt.measurements.append(out)
+        if self.store is not None:
+            self.store.put_measurement(hunt.run_id, out.model_dump(), hunt.target.metric)
         self.say(
             hunt,
             "measurement",

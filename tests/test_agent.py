@@ -139,6 +139,15 @@ def test_a_rejected_proposal_changes_nothing(small, tmp_path):
     assert json.loads(proc.stdout)["proposed_action"]["status"] == "rejected"
     assert fingerprint(small.repo) == before
     assert sleuth("approve", v["run_id"], "--db", str(db)).returncode == 2  # nothing pending any more
+    # The whole run is in the store: browse it, search it.
+    runs = json.loads(sleuth("runs", "--db", str(db), "--json").stdout)
+    assert runs[0]["id"] == v["run_id"] and runs[0]["status"] == "concluded" and runs[0]["probes"] == v["probes"]
+    shown = json.loads(sleuth("show", v["run_id"], "--db", str(db), "--json").stdout)
+    kinds = {e["kind"] for e in shown["events"]}
+    assert {"tool_call", "tool_result", "measurement", "hypothesis", "verdict", "approval"} <= kinds
+    assert len(shown["hypotheses"]) == len(v["hypotheses"]) and shown["measurements"]
+    assert "release freeze" in sleuth("search", "freeze", "--db", str(db)).stdout
+    assert sleuth("show", "no-such-run", "--db", str(db)).returncode == 2
 
 
 def test_an_exhausted_budget_is_inconclusive_not_a_traceback(small, tmp_path):

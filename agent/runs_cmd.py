@@ -1,0 +1,131 @@
+"""``sleuth runs``, ``sleuth show RUN``, ``sleuth search TEXT``: browsing the transcript store."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from agent.cli import app, bad_input, out, print_json
+from transcripts.store import Store, default_path
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
+
+
+def _open(db: Path | None) -> Store:
+    path = db or default_path()
+    if not path.exists():
+        bad_input(f"--db: {path}: no run store here")
+    return Store(path)
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
+
+
+@app.command("runs")
+def runs(
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """The runs in the store, newest first."""
+    store = _open(db)
+    rows = store.runs(limit)
+    if json_out:
+        print_json([{k: v for k, v in r.items() if k != "verdict"} for r in rows])
+        return
+    t = Table(title=f"runs in {store.path}")
+    for col in ("id", "started", "target", "policy", "status", "root cause", "probes", "time"):
+        t.add_column(col)
+    for r in rows:
+        took = f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else ""
+        t.add_row(
+            r["id"],
+            _when(r["started"]),
+            (r.get("target") or "")[-40:],
+            r.get("policy") or r["kind"],
+            r.get("status") or "",
+            (r.get("root_summary") or "")[:48],
+            str(r.get("probes") or ""),
+            took,
+        )
+    out.print(t)
+
+
+def _timeline(store: Store, run_id: str) -> list[str]:
+    events = store.events(run_id)
+    t0 = events[0]["t"] if events else 0
+    lines = []
+    for e in events:
+        dur = f" ({e['duration_s']:.2f}s)" if e.get("duration_s") else ""
+        lines.append(f"+{e['t'] - t0:7.2f}s #{e['seq']:<4} {e['kind']:<12} {e['text']}{dur}")
+    return lines
+
+
+@app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown")] = False,
+    db: DbOpt = None,
+) -> None:
+    """One run: hypotheses with verdicts, tool calls with durations, measurements, approvals."""
+    store = _open(db)
+    run = store.run(run_id)
+    if run is None:
+        bad_input(f"RUN: no run '{run_id}' in {store.path}")
+    hyps, meas = store.hypotheses(run_id), store.measurements(run_id)
+    if json_out:
+        print_json(
+            {
+                "run": {**run, "verdict": json.loads(run["verdict"]) if run.get("verdict") else None},
+                "hypotheses": hyps,
+                "measurements": meas,
+                "events": store.events(run_id),
+            }
+        )
+        return
+    lines = [
+        f"# run {run_id}",
+        "",
+        f"status {run.get('status')} - {run.get('root_summary') or ''}",
+        "",
+        "## Hypotheses",
+        "",
+    ]
+    lines += [f"- {h['hid']} [{h['category']}] **{h['status']}**: {h['statement']} - {h['reason']}" for h in hyps]
+    lines += ["", "## Measurements", ""]
+    lines += [
+        f"- {m['mid']} {m['label']} `{m['ref'][:10]}`: {m['median']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] "
+        f"({len(json.loads(m['samples']))} samples)"
+        for m in meas
+    ]
+    lines += ["", "## Timeline", "", "```", *_timeline(store, run_id), "```"]
+    text = "\n".join(lines) + "\n"
+    if markdown:
+        print(text, end="")
+    else:
+        out.print(text, markup=False, highlight=False)
+
+
+@app.command("search")
+def search(
+    text: Annotated[str, typer.Argument(help="words to find in any run's events")],
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Full-text search over every event of every run."""
+    store = _open(db)
+    hits = store.search(text)
+    if json_out:
+        print_json(hits)
+        return
+    for h in hits:
+        out.print(f"{h['run']} #{h['seq']} {h['kind']}: {h['text']}", markup=False, highlight=False)
+    if not hits:
+        out.print("no match")

@@ -1,0 +1,99 @@
+"""The transcript store: every step committed as it happens, secrets never written, searchable."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from transcripts.store import Store, redact
+
+
+@pytest.mark.parametrize(
+    ("raw", "must_not_contain"),
+    [
+        ("OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234 sleuth hunt", "sk-proj-abcdefghijklmnop1234"),
+        ("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig'", "eyJhbGciOiJIUzI1NiJ9"),
+        ("git clone https://deploy:hunter2@github.example/x.git", "hunter2"),
+        ("export HF_TOKEN=hf_abcdefghijklmnopqrstu", "hf_abcdefghijklmnopqrstu"),
+        ("mysql --password=s3cr3t-pw --user root", "s3cr3t-pw"),
+        ("token ghp_abcdefghijklmnopqrstuvwxyz0123 leaked", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXktdjEAAAAA",
+        ),
+        ("AWS key AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE"),
+    ],
+)
+def test_secrets_are_redacted(raw, must_not_contain):
+    assert must_not_contain not in redact(raw)
+    assert "REDACTED" in redact(raw)
+
+
+def test_redaction_walks_payloads_and_keeps_harmless_text():
+    payload = {
+        "env": {"OPENAI_API_KEY": "abc123", "NCCL_PROTO": "LL"},
+        "argv": ["--api-key", "x"],
+        "note": "NCCL_PROTO=LL refuted",
+    }
+    out = redact(payload)
+    assert out["env"] == {"OPENAI_API_KEY": "[REDACTED]", "NCCL_PROTO": "LL"}
+    assert out["note"] == "NCCL_PROTO=LL refuted"
+
+
+def test_every_event_is_committed_as_it_happens(tmp_path):
+    store = Store(tmp_path / "runs.db")
+    store.start_run("r1", policy="methodical", target="/repo")
+    seqs = [store.event("r1", "note", f"step {i}") for i in range(3)]
+    assert seqs == [1, 2, 3]
+    # Another connection (another process after a SIGKILL) sees them without any close or commit.
+    other = sqlite3.connect(tmp_path / "runs.db")
+    assert other.execute("select count(*) from events where run = 'r1'").fetchone()[0] == 3
+    store.event("r1", "tool_call", "git_log", {"args": {"token": "t0ps3cret"}}, duration_s=0.25)
+    row = other.execute("select payload, duration_s from events where seq = 4").fetchone()
+    assert "t0ps3cret" not in row[0] and row[1] == 0.25
+    with pytest.raises(ValueError, match="unknown event kind"):
+        store.event("r1", "gossip", "x")
+
+
+def test_measurements_hypotheses_search_and_runs(tmp_path):
+    store = Store(tmp_path / "runs.db")
+    store.start_run("r1", target="/repo")
+    store.put_measurement(
+        "r1",
+        {
+            "id": "m1",
+            "label": "now",
+            "ref": "a" * 40,
+            "samples": [1.0, 2.0, 3.0],
+            "median": 2.0,
+            "ci_low": 1.0,
+            "ci_high": 3.0,
+        },
+        "tok_per_s",
+    )
+    store.put_hypotheses(
+        "r1",
+        [
+            {
+                "id": "h1",
+                "category": "environment",
+                "statement": "NCCL_PROTO slows it",
+                "test": "A/B",
+                "status": "refuted",
+                "reason": "same",
+                "evidence": ["m1"],
+            }
+        ],
+    )
+    store.event("r1", "verdict", "h1 refuted: NCCL_PROTO makes no difference")
+    store.update_run("r1", status="concluded", probes=3, verdict=json.dumps({"status": "concluded"}))
+    assert json.loads(store.measurements("r1")[0]["samples"]) == [1.0, 2.0, 3.0]
+    assert store.hypotheses("r1")[0]["status"] == "refuted"
+    assert [h["seq"] for h in store.search("NCCL_PROTO")] == [1]
+    assert store.runs()[0]["status"] == "concluded" and store.run("nope") is None
+    tables = set(
+        sqlite3.connect(tmp_path / "runs.db").execute("select name from sqlite_master where type = 'table'").fetchall()
+    )
+    assert {("runs",), ("events",), ("measurements",), ("hypotheses",), ("events_fts",)} <= tables

@@ -1,0 +1,257 @@
+"""The transcript store: every run and every step of it in one SQLite file (sqlite-utils, WAL).
+
+Tables: ``runs`` (one row per hunt, replay or imported session, with its verdict JSON), ``events``
+(run, seq, time, kind, text, payload JSON, duration; full-text indexed), ``measurements`` (raw
+samples, median, interval) and ``hypotheses``. Each event is its own committed write, so a
+SIGKILL loses at most the event in flight. Everything is redacted (API keys, tokens, passwords,
+private keys) before it is written. The file opens in Datasette as it is (``datasette runs.db``);
+LangGraph's checkpoints live beside it in ``checkpoints.db``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+EVENT_KINDS = (
+    "llm_request",
+    "llm_response",
+    "tool_call",
+    "tool_result",
+    "hypothesis",
+    "verdict",
+    "measurement",
+    "approval",
+    "error",
+    "note",
+)
+
+_SECRET_PATTERNS = [
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S), "[REDACTED KEY]"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "sk-[REDACTED]"),
+    (re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), r"\1[REDACTED]"),
+    (re.compile(r"\b(xox[abpr]-)[A-Za-z0-9\-]{10,}"), r"\1[REDACTED]"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA[REDACTED]"),
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-+/=]{8,}"), r"\1 [REDACTED]"),
+    (re.compile(r"(?i)(://[^/\s:@]+:)[^@\s/]+@"), r"\1[REDACTED]@"),
+    (
+        re.compile(
+            r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"
+        ),
+        r"\1\2\3[REDACTED]\3",
+    ),
+    (re.compile(r"(?i)(--(?:api-key|token|password|secret)[= ])\S+"), r"\1[REDACTED]"),
+]
+_SECRET_KEY = re.compile(r"(?i)(api_?key|token|secret|password|passwd|authorization|private_key)")
+
+
+def redact(value: Any) -> Any:
+    """The value with secrets replaced, recursively (strings, dict values by key name, lists)."""
+    if isinstance(value, str):
+        for pattern, repl in _SECRET_PATTERNS:
+            value = pattern.sub(repl, value)
+        return value
+    if isinstance(value, dict):
+        return {
+            k: "[REDACTED]" if isinstance(k, str) and _SECRET_KEY.search(k) and isinstance(v, str) and v else redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value
+
+
+def default_path() -> Path:
+    import os
+
+    if os.environ.get("SLEUTH_DB"):
+        return Path(os.environ["SLEUTH_DB"])
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "perf-sleuth" / "runs.db"
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection shared by the threads of a run (bisection probes run in a pool); every
+        # write holds ``self.lock``.
+        self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False))
+        self.db.enable_wal()
+        self.lock = threading.Lock()
+        self._ensure_schema()
+
+    def _ensure_schema(self) -> None:
+        db = self.db
+        if "runs" not in db.table_names():
+            db["runs"].create(
+                {
+                    "id": str,
+                    "kind": str,
+                    "started": float,
+                    "ended": float,
+                    "policy": str,
+                    "model": str,
+                    "target": str,
+                    "scenario": str,
+                    "status": str,
+                    "root_kind": str,
+                    "root_ref": str,
+                    "root_summary": str,
+                    "probes": int,
+                    "verdict": str,
+                    "parent_run": str,
+                },
+                pk="id",
+            )
+            db["runs"].create_index(["started"])
+        if "events" not in db.table_names():
+            db["events"].create(
+                {
+                    "id": int,
+                    "run": str,
+                    "seq": int,
+                    "t": float,
+                    "kind": str,
+                    "text": str,
+                    "payload": str,
+                    "duration_s": float,
+                },
+                pk="id",
+                foreign_keys=[("run", "runs", "id")],
+            )
+            db["events"].create_index(["run", "seq"], unique=True)
+            db["events"].create_index(["kind"])
+            db["events"].enable_fts(["text"], create_triggers=True)
+        if "measurements" not in db.table_names():
+            db["measurements"].create(
+                {
+                    "run": str,
+                    "mid": str,
+                    "label": str,
+                    "ref": str,
+                    "metric": str,
+                    "samples": str,
+                    "median": float,
+                    "ci_low": float,
+                    "ci_high": float,
+                },
+                pk=("run", "mid"),
+                foreign_keys=[("run", "runs", "id")],
+            )
+        if "hypotheses" not in db.table_names():
+            db["hypotheses"].create(
+                {
+                    "run": str,
+                    "hid": str,
+                    "category": str,
+                    "statement": str,
+                    "test": str,
+                    "status": str,
+                    "reason": str,
+                    "evidence": str,
+                },
+                pk=("run", "hid"),
+                foreign_keys=[("run", "runs", "id")],
+            )
+
+    # -- writing (each call is its own commit) -------------------------------------------------
+    def start_run(self, run_id: str, kind: str = "hunt", **fields: Any) -> None:
+        row = {"id": run_id, "kind": kind, "started": time.time(), "status": "running", **redact(fields)}
+        with self.lock:
+            self.db["runs"].upsert(row, pk="id", alter=True)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.lock:
+            self.db["runs"].update(run_id, redact(fields), alter=True)
+
+    def event(
+        self,
+        run_id: str,
+        kind: str,
+        text: str,
+        payload: Any = None,
+        duration_s: float | None = None,
+        t: float | None = None,
+    ) -> int:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind '{kind}'")
+        with self.lock:
+            row = self.db.execute("select coalesce(max(seq), 0) + 1 from events where run = ?", [run_id]).fetchone()
+            seq = int(row[0])
+            self.db["events"].insert(
+                {
+                    "run": run_id,
+                    "seq": seq,
+                    "t": t or time.time(),
+                    "kind": kind,
+                    "text": redact(text),
+                    "payload": json.dumps(redact(payload), default=str),
+                    "duration_s": duration_s,
+                }
+            )
+        return seq
+
+    def put_measurement(self, run_id: str, m: dict, metric: str) -> None:
+        with self.lock:
+            self.db["measurements"].upsert(
+                {
+                    "run": run_id,
+                    "mid": m["id"],
+                    "label": m["label"],
+                    "ref": m["ref"],
+                    "metric": metric,
+                    "samples": json.dumps(m["samples"]),
+                    "median": m["median"],
+                    "ci_low": m["ci_low"],
+                    "ci_high": m["ci_high"],
+                },
+                pk=("run", "mid"),
+            )
+
+    def put_hypotheses(self, run_id: str, hypotheses: list[dict]) -> None:
+        with self.lock, self.db.atomic():
+            for h in hypotheses:
+                self.db["hypotheses"].upsert(
+                    {
+                        "run": run_id,
+                        "hid": h["id"],
+                        "category": h["category"],
+                        "statement": redact(h["statement"]),
+                        "test": h["test"],
+                        "status": h["status"],
+                        "reason": redact(h["reason"]),
+                        "evidence": json.dumps(h["evidence"]),
+                    },
+                    pk=("run", "hid"),
+                )
+
+    # -- reading -------------------------------------------------------------------------------
+    def runs(self, limit: int = 50) -> list[dict]:
+        return list(self.db["runs"].rows_where(order_by="started desc", limit=limit))
+
+    def run(self, run_id: str) -> dict | None:
+        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def events(self, run_id: str) -> list[dict]:
+        return list(self.db["events"].rows_where("run = ?", [run_id], order_by="seq"))
+
+    def measurements(self, run_id: str) -> list[dict]:
+        return list(self.db["measurements"].rows_where("run = ?", [run_id], order_by="rowid"))
+
+    def hypotheses(self, run_id: str) -> list[dict]:
+        return list(self.db["hypotheses"].rows_where("run = ?", [run_id], order_by="rowid"))
+
+    def search(self, text: str, limit: int = 50) -> list[dict]:
+        return list(self.db["events"].search(text, columns=["run", "seq", "kind", "text", "t"], limit=limit))
+
+    def close(self) -> None:
+        self.db.close()
