@@ -97,6 +97,7 @@ def test_snapshot_worktree_and_revert_leave_the_users_repo_untouched(both, seed_
     for g in both:
         snap = g.snapshot()
         assert snap != seed_scenario.head_sha
+        assert g.snapshot() == snap  # content-addressed: the same work, the same commit
         # The snapshot carries the uncommitted patches: the same diff as the working tree.
         assert g.diff_stat(seed_scenario.head_sha, snap) == g.diff_stat()
         with g.worktree(snap) as wt:

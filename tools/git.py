@@ -293,8 +293,11 @@ class CliGit:
         finally:
             self.host.run(["rm", "-f", tmp_index], timeout=self.timeout)
         what = "uncommitted work" if paths is None else f"uncommitted changes to {len(paths)} path(s)"
+        # Dated like HEAD, so the same work always gives the same SHA (caches and replays match).
+        when = self.git("log", "-1", "--format=%cI", head).stdout.strip()
+        stamp = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
         return self.git(
-            *SLEUTH_IDENTITY, "commit-tree", tree, "-p", head, "-m", f"perf-sleuth snapshot of {what}"
+            *SLEUTH_IDENTITY, "commit-tree", tree, "-p", head, "-m", f"perf-sleuth snapshot of {what}", env=stamp
         ).stdout.strip()
 
     @contextlib.contextmanager
