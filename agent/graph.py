@@ -295,6 +295,15 @@ class Hunter:
         self.record_end(result)
         return result
 
+    def continue_run(self, run_id: str) -> Hunt:
+        """Continue a run that died (SIGKILL, a crash) from its last checkpoint; the node that was
+        running starts again, and every measurement it had finished comes from the cache."""
+        self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
+        self.app.invoke(None, self.config(run_id), durability="sync")
+        result = self.current(run_id)
+        self.record_end(result)
+        return result
+
     def current(self, run_id: str) -> Hunt:
         snap = self.app.get_state(self.config(run_id))
         if not snap.values:

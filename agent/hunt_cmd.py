@@ -286,3 +286,34 @@ def reject(
 ) -> None:
     """Reject a run's proposed action; nothing is changed."""
     _resume(run_id, Decision(approved=False, reason=reason), db, json_out)
+
+
+@app.command("resume")
+def resume(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Continue a hunt that was killed mid-way, from its last checkpoint, reusing its measurements."""
+    db = db or default_db()
+    if not db.with_name("checkpoints.db").exists():
+        bad_input(f"--db: {db}: no run store here")
+    view = LiveView(not json_out and console.is_terminal)
+    hunter = Hunter(db, db.parent / "runs", on_event=view.update)
+    try:
+        try:
+            hunt = hunter.current(run_id)
+        except KeyError:
+            bad_input(f"RUN: no run '{run_id}' in {db}")
+        if hunter.pending(run_id):
+            bad_input(f"RUN: run '{run_id}' is awaiting approval: use sleuth approve/reject")
+        if hunt.status != "running":
+            bad_input(f"RUN: run '{run_id}' has ended ({hunt.status})")
+        with view, graceful_signals():
+            result = hunter.continue_run(run_id)
+    finally:
+        hunter.close()
+    run_dir = db.parent / "runs" / run_id
+    hint = f"sleuth approve {run_id}" + (f" --db {db}" if db != default_db() else "")
+    write_report(result, run_dir, hint)
+    finish(result, run_dir, json_out, hint)

@@ -99,12 +99,19 @@ class Runtime:
         entry, _tree = self.ctx.measurer._entry(state, self.workload)
         return not entry["samples"]
 
+    def _measured_states(self) -> int:
+        """States with samples in this run's cache: it survives a SIGKILL, the in-memory count of
+        the node that was running does not, so the cache is what counts."""
+        return sum(1 for e in self.ctx.cache.data.values() if e["samples"])
+
     def _count_probe(self, hunt: Hunt, state: State) -> None:
         self.check_wall(hunt)
+        done = self._measured_states()
         if self._is_new(state):
-            if hunt.probes >= hunt.budget.max_probes:
+            if done >= hunt.budget.max_probes:
                 raise BudgetExhausted(f"probe budget of {hunt.budget.max_probes} exhausted")
-            hunt.probes += 1
+            done += 1
+        hunt.probes = max(hunt.probes, done)
 
     def measure(
         self,

@@ -391,3 +391,30 @@ def test_a_hunt_over_ssh(small, tmp_path, sshd):
     assert v["target"]["host"] == "gpu-node-1"
     assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"]
     assert fingerprint(small.repo) == before
+
+
+def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict(small, tmp_path):
+    db = tmp_path / "r.db"
+    proc = _start_hunt(small, db)
+    deadline = time.monotonic() + 120
+    # Let it finish a few probes (measurements are cached as they complete), then kill it mid-probe.
+    while time.monotonic() < deadline and proc.poll() is None:
+        cache = list((tmp_path / "runs").glob("*/measurements.json"))
+        if cache and len(json.loads(cache[0].read_text())) >= 3 and servers_in_worktrees(proc.pid):
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=30)
+    runs = json.loads(sleuth("runs", "--db", str(db), "--json").stdout)
+    run_id = runs[0]["id"]
+    assert runs[0]["status"] == "running"  # it never got to write an ending
+    cached_before = len(json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text()))
+    proc2 = sleuth("resume", run_id, "--db", str(db), "--json")
+    assert proc2.returncode == 0, proc2.stderr[-2000:]
+    v = json.loads(proc2.stdout)
+    assert v["run_id"] == run_id and v["status"] == "awaiting_approval"
+    assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"]
+    assert cached_before >= 3  # finished measurements were there to reuse...
+    cache = json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text())
+    assert v["probes"] == sum(1 for e in cache.values() if e["samples"])  # ...each state measured once
+    assert sleuth("resume", run_id, "--db", str(db)).returncode == 2  # awaiting approval: not resumable
