@@ -19,12 +19,12 @@ truth.json and knows nothing of any particular scenario.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, ProbeError, bisect
+from tools.serverlog import read_log
 from tools.stats import compare
 
 SUSPICIOUS_ENV = (
@@ -107,10 +107,9 @@ def launch_env(hunt: Hunt, rt: Runtime) -> dict[str, str]:
 def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
     """The server args from the log of the reproduce run (what is actually executed)."""
     for log in sorted((rt.run_dir / "logs").glob("now-*.log")):
-        text = log.read_text(errors="replace") if log.exists() else ""
-        m = re.search(r"server_args=ServerArgs\((.*)\)", text)
-        if m:
-            return dict(re.findall(r"(\w+)=['\"]?([^,'\")]*)", m.group(1)))
+        args = read_log(log).server_args
+        if args:
+            return args
     return {}
 
 
