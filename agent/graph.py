@@ -112,13 +112,22 @@ class Hunter:
     def _confirm(hunt: Hunt, rt: Runtime) -> None:
         if not policy.confirm(hunt, rt):
             # Self-correction: the culprit did not survive the A/B; say so and go back to the ledger.
+            why = hunt.confirmation.get("text") or hunt.confirmation.get("why")
+            if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits:
+                # The history A/B stands; the bisection may have been misled by one noisy probe.
+                # Bisect once more, this time verifying each culprit against its parent.
+                hunt.rejected_culprits.append(hunt.root_ref)
+                for h in hunt.hypotheses:
+                    if h.category == "history" and h.status == "supported":
+                        h.reason += f"; {hunt.root_ref[:10]} not confirmed ({why})"
+                rt.say(hunt, "self-correction", f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified")
+                hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+                return
             for h in hunt.hypotheses:
                 if h.category == "history" and h.status == "supported":
                     h.status = "inconclusive"
-                    h.reason += (
-                        f"; confirmation failed: {hunt.confirmation.get('text') or hunt.confirmation.get('why')}"
-                    )
-            rt.say(hunt, "self-correction", "the revert does not recover the metric; back to the ledger")
+                    h.reason += f"; confirmation failed: {why}"
+            rt.say(hunt, "self-correction", f"{why}; back to the ledger")
             hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
             if not any(h.status == "supported" for h in hunt.hypotheses):
                 hunt.status = "inconclusive"

@@ -116,8 +116,17 @@ def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
 # -- phases ----------------------------------------------------------------------------------
 def reproduce(hunt: Hunt, rt: Runtime) -> None:
     now = rt.measure(hunt, "now", "WORKTREE")
-    hunt.reproduced = now.id
     t = hunt.target
+    # The alert's good value is one number; "now" is a sample. While that number lies inside the
+    # median's confidence interval, a drop cannot be told from noise: take more samples (twice, at
+    # most) before concluding either way. One sample's noise (the CV) is not the median's.
+    n = len(now.samples)
+    for _ in range(2):
+        if not t.good_value or not now.ci_low <= t.good_value <= now.ci_high:
+            break
+        n *= 2
+        now = rt.measure(hunt, "now", "WORKTREE", samples=n)
+    hunt.reproduced = now.id
     noise = now.cv * 100
     if t.good_value:
         drop = (t.good_value - now.median) / t.good_value * 100 * (1 if t.higher_is_better else -1)
@@ -133,11 +142,12 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
             "reproduce",
             f"now {now.median:.4g} vs alert good {t.good_value:g}: {-drop:+.1f}% (noise CV {noise:.1f}%)",
         )
-        if drop < max(3.0, 3 * noise):
+        if drop < 3.0 or now.ci_low <= t.good_value <= now.ci_high:
             hunt.root_kind, hunt.root_summary = (
                 "none",
                 (
                     f"no regression beyond noise: now {now.median:.2f} vs good {t.good_value:g} ({-drop:+.1f}%, "
+                    f"median 95% CI [{now.ci_low:.4g}, {now.ci_high:.4g}] over {len(now.samples)} samples, "
                     f"noise CV {noise:.1f}%)"
                 ),
             )
@@ -370,15 +380,16 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         good, head = hunt.good_candidate, rt.ctx.git.rev_parse("HEAD")
         parents = rt.ctx.git.rev_list(good, head)  # type: ignore[arg-type]
         rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
-        # No sandwich inside a hunt: the confirmation A/B (HEAD vs HEAD with the culprit reverted)
-        # proves the same thing more directly and would otherwise cost a probe of the parent.
+        # No sandwich on the first bisection: the confirmation A/B (HEAD vs HEAD with the culprit
+        # reverted) proves the same thing more directly. After a failed confirmation the second
+        # bisection verifies each culprit against its parent with more samples.
         seen: dict[str, list[float]] = {}
         res = bisect(
             parents,
             good,
             head,
             rt.probe_fn(hunt, seen),  # type: ignore[arg-type]
-            BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=False),
+            BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=bool(hunt.rejected_culprits)),
         )
         known = {m.ref for m in hunt.measurements}
         for sha, got in seen.items():
@@ -421,15 +432,13 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     if hunt.root_kind != "commit":
         return True  # env / patch / config / hardware verdicts come from their own A/B already
     plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
+    # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
+    n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))
     if not plan.ok or plan.result["conflict"]:
-        hunt.confirmation = {
-            "ok": False,
-            "why": plan.error or f"revert conflicts in {plan.result['conflicting_files']}",
-        }
-        return False
+        return _confirm_against_parent(hunt, rt, plan, n)
     revert = plan.result["revert_sha"]
-    head = rt.measure(hunt, "HEAD", "HEAD")
-    fixed = rt.measure(hunt, "HEAD+revert", revert)
+    head = rt.measure(hunt, "HEAD", "HEAD", samples=n)
+    fixed = rt.measure(hunt, "HEAD+revert", revert, samples=n)
     cmp, head, fixed = ab(hunt, rt, head, fixed, "HEAD", "HEAD+revert")
     ok = cmp.verdict == "different" and _better(hunt, fixed, head)
     hunt.confirmation = {
@@ -446,9 +455,38 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     return ok
 
 
+def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
+    """The revert cannot be built (later commits changed the same lines): prove the culprit by an
+    A/B against its own parent instead; the fix is then a person's merge, not a prepared commit."""
+    why = plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
+    ref = hunt.root_ref or ""
+    parent = rt.measure(hunt, "culprit^", f"{ref}^", samples=n)
+    culprit = rt.measure(hunt, "culprit", ref, samples=n)
+    cmp, parent, culprit = ab(hunt, rt, parent, culprit, "culprit^", "culprit")
+    ok = cmp.verdict == "different" and _better(hunt, parent, culprit)
+    hunt.confirmation = {
+        "ok": ok,
+        "text": f"{why}; instead: " + _fmt(cmp, parent, culprit, hunt.target.metric),
+        "why": why,
+        "conflict": True,
+        "evidence": [parent.id, culprit.id],
+        "p_value": cmp.p_value,
+        "delta_pct": cmp.delta_pct,
+    }
+    hunt.regression["p_value"] = cmp.p_value
+    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + hunt.confirmation["text"])
+    return ok
+
+
 def propose(hunt: Hunt) -> None:
     k, ref = hunt.root_kind, hunt.root_ref
-    if k == "commit":
+    if k == "commit" and hunt.confirmation.get("conflict"):
+        hunt.action = Action(
+            kind="investigate",
+            ref=ref,
+            detail=f"{hunt.confirmation['why']}: revert {ref} by hand (`git revert {ref}`) and resolve",
+        )
+    elif k == "commit":
         hunt.action = Action(
             kind="revert",
             ref=ref,

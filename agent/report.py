@@ -19,7 +19,7 @@ CATEGORY_NAMES = {
 
 
 def verdict(hunt: Hunt) -> dict:
-    """The verdict of DESIGN.md (fields added: demoted, reason, culprits, after, error)."""
+    """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error, proposed_action.branch/.revert_sha/.detail)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
@@ -44,6 +44,7 @@ def verdict(hunt: Hunt) -> dict:
             "status": hunt.action.status,
             "branch": hunt.action.branch,
             "revert_sha": hunt.action.revert_sha,
+            "detail": hunt.action.detail,
         }
     return {
         "run_id": hunt.run_id,

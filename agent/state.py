@@ -107,6 +107,7 @@ class Hunt(BaseModel):
     reproduced: str | None = None  # id of the "now" measurement
     good_candidate: str | None = None  # sha believed good (reflog or alert)
     culprits: list[str] = []
+    rejected_culprits: list[str] = []  # bisected commits whose confirmation A/B failed
     root_kind: Kind | None = None
     root_ref: str | None = None
     root_summary: str = ""
