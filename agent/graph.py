@@ -120,7 +120,8 @@ class Hunter:
                 for h in hunt.hypotheses:
                     if h.category == "history" and h.status == "supported":
                         h.reason += f"; {hunt.root_ref[:10]} not confirmed ({why})"
-                rt.say(hunt, "self-correction", f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified")
+                text = f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified"
+                rt.say(hunt, "self-correction", text)
                 hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
                 return
             for h in hunt.hypotheses:

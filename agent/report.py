@@ -19,7 +19,8 @@ CATEGORY_NAMES = {
 
 
 def verdict(hunt: Hunt) -> dict:
-    """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error, proposed_action.branch/.revert_sha/.detail)."""
+    """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
+    proposed_action.branch/.revert_sha/.detail)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
