@@ -20,14 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from agent import policy
+from agent.cassette import Cassette, EventChecker, ReplayStop
+from agent.policy import get_policy
 from agent.report import verdict, write_report
-from agent.runtime import BudgetExhausted, Runtime
+from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt
 from transcripts.store import Store
 
@@ -47,13 +49,23 @@ class Decision(BaseModel):
 class Hunter:
     """Builds the compiled graph for a checkpoint DB and a runs dir; keeps one Runtime per run."""
 
-    def __init__(self, db: Path, runs_dir: Path, on_event: Callable[[Hunt, str], None] | None = None) -> None:
-        self.db, self.runs_dir, self.on_event = db, runs_dir, on_event
+    def __init__(
+        self,
+        db: Path,
+        runs_dir: Path,
+        on_event: Callable[[Hunt, str], None] | None = None,
+        store: Store | EventChecker | None = None,
+        saver: BaseCheckpointSaver | None = None,
+        cassette: Cassette | None = None,
+    ) -> None:
+        """A replay passes its own store (an ``EventChecker`` for a strict one), an in-memory
+        saver and the cassette; a hunt gets the SQLite files beside ``db``."""
+        self.db, self.runs_dir, self.on_event, self.cassette = db, runs_dir, on_event, cassette
         db.parent.mkdir(parents=True, exist_ok=True)
         # LangGraph's checkpoints beside the transcript store, in a file of their own: two writers on
         # one SQLite file would wait on each other's locks.
-        self.saver = SqliteSaver(sqlite3.connect(str(db.with_name("checkpoints.db")), check_same_thread=False))
-        self.store = Store(db)
+        self.saver = saver or SqliteSaver(sqlite3.connect(str(db.with_name("checkpoints.db")), check_same_thread=False))
+        self.store = store if store is not None else Store(db)
         self.runtimes: dict[str, Runtime] = {}
         self.app = self._build().compile(checkpointer=self.saver)
 
@@ -62,13 +74,16 @@ class Hunter:
 
     def runtime(self, hunt: Hunt) -> Runtime:
         if hunt.run_id not in self.runtimes:
-            self.runtimes[hunt.run_id] = Runtime(hunt, self.run_dir(hunt.run_id), self.on_event, self.store)
+            self.runtimes[hunt.run_id] = Runtime(
+                hunt, self.run_dir(hunt.run_id), self.on_event, self.store, cassette=self.cassette
+            )
         return self.runtimes[hunt.run_id]
 
     def close(self) -> None:
         for rt in self.runtimes.values():
             rt.close()
-        self.saver.conn.close()
+        if isinstance(self.saver, SqliteSaver):
+            self.saver.conn.close()
         self.store.close()
 
     # -- nodes -------------------------------------------------------------------------------
@@ -81,12 +96,16 @@ class Hunter:
             rt = self.runtime(hunt)
             try:
                 fn(hunt, rt)
+            except ReplayStop:
+                raise  # the replay's finding, not the hunt's failure
             except BudgetExhausted as exc:
                 hunt.status, hunt.error = "inconclusive", str(exc)
                 rt.say(hunt, "budget", str(exc))
             except Exception as exc:
                 hunt.status = "failed"
-                hunt.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                kind = exc.kind if isinstance(exc, RecordedError) else type(exc).__name__
+                hunt.error = f"{kind}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                rt.run_dir.mkdir(parents=True, exist_ok=True)
                 (rt.run_dir / "error.txt").write_text(traceback.format_exc())
                 rt.say(hunt, "error", hunt.error)
             if hunt.hypotheses:
@@ -97,20 +116,20 @@ class Hunter:
 
     @staticmethod
     def _intake(hunt: Hunt, rt: Runtime) -> None:
-        rt.ctx.git.rev_parse("HEAD")
+        rt.resolve(hunt, "HEAD")
         rt.say(hunt, "intake", hunt.target.summary or f"hunting {hunt.target.metric} on {hunt.target.repo}")
 
     @staticmethod
     def _investigate(hunt: Hunt, rt: Runtime) -> None:
-        h = policy.next_open(hunt)
+        h = get_policy(hunt.policy).next_open(hunt)
         if h is not None:
             rt.say(hunt, "test", f"testing {h.id} [{h.category}]: {h.test}")
-            policy.test(hunt, rt, h)
+            get_policy(hunt.policy).test(hunt, rt, h)
             rt.say(hunt, "verdict", f"{h.id} {h.status}: {h.reason}")
 
     @staticmethod
     def _confirm(hunt: Hunt, rt: Runtime) -> None:
-        if not policy.confirm(hunt, rt):
+        if not get_policy(hunt.policy).confirm(hunt, rt):
             # Self-correction: the culprit did not survive the A/B; say so and go back to the ledger.
             why = hunt.confirmation.get("text") or hunt.confirmation.get("why")
             if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits:
@@ -136,7 +155,7 @@ class Hunter:
 
     @staticmethod
     def _propose(hunt: Hunt, rt: Runtime) -> None:
-        policy.propose(hunt)
+        get_policy(hunt.policy).propose(hunt)
         if hunt.action is not None and hunt.action.kind in ("revert", "unset", "restore"):
             hunt.status = "awaiting_approval"
             rt.say(hunt, "propose", f"proposed: {hunt.action.detail} - waiting for approval")
@@ -256,10 +275,10 @@ class Hunter:
     def _build(self) -> StateGraph:
         g = StateGraph(GraphState)
         g.add_node("intake", self._node(self._intake, "intake"))
-        g.add_node("reproduce", self._node(policy.reproduce, "reproduce"))
-        g.add_node("plan", self._node(policy.plan, "plan"))
+        g.add_node("reproduce", self._node(lambda h, rt: get_policy(h.policy).reproduce(h, rt), "reproduce"))
+        g.add_node("plan", self._node(lambda h, rt: get_policy(h.policy).plan(h, rt), "plan"))
         g.add_node("investigate", self._node(self._investigate, "investigate"))
-        g.add_node("localize", self._node(policy.localize, "localize"))
+        g.add_node("localize", self._node(lambda h, rt: get_policy(h.policy).localize(h, rt), "localize"))
         g.add_node("confirm", self._node(self._confirm, "confirm"))
         g.add_node("propose", self._node(self._propose, "propose"))
         g.add_node("approval", self._approval)
@@ -285,12 +304,22 @@ class Hunter:
     def config(run_id: str) -> dict:
         return {"configurable": {"thread_id": run_id}, "recursion_limit": 200}
 
-    def start(self, hunt: Hunt, scenario: str | None = None) -> Hunt:
+    def start(
+        self, hunt: Hunt, scenario: str | None = None, spec: str | None = None, parent_run: str | None = None
+    ) -> Hunt:
+        """Run a new hunt to its end or to the approval interrupt. The run row keeps what a replay
+        needs to start the same hunt again: its input (target, budget, policy) and, for a lab
+        scenario, the spec it was built from (``scenario`` is the built dir)."""
         self.store.start_run(
             hunt.run_id,
-            policy="methodical",
+            kind="replay" if parent_run else "hunt",
+            policy=hunt.policy,
+            model=hunt.model,
             target=hunt.target.repo + (f" on {hunt.target.host}" if hunt.target.host else ""),
             scenario=scenario,
+            spec=spec,
+            parent_run=parent_run,
+            input=hunt.model_dump_json(include={"target", "budget", "policy", "model", "started_at"}),
         )
         self.app.invoke({"hunt": hunt.model_dump(mode="json")}, self.config(hunt.run_id), durability="sync")
         result = self.current(hunt.run_id)

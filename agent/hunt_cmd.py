@@ -111,14 +111,23 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
     )
 
 
-def run_hunt(target: Target, db: Path, budget: Budget, yes: bool, json_out: bool, live: bool = True) -> None:
+def run_hunt(
+    target: Target,
+    db: Path,
+    budget: Budget,
+    yes: bool,
+    json_out: bool,
+    live: bool = True,
+    scenario: Path | None = None,
+    spec: str | None = None,
+) -> None:
     hunt = Hunt(run_id=new_run_id(), target=target, budget=budget)
     approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
     view = LiveView(live and not json_out and console.is_terminal)
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
     try:
         with view, graceful_signals():
-            result = hunter.start(hunt)
+            result = hunter.start(hunt, scenario=str(scenario) if scenario else None, spec=spec)
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
     finally:
@@ -159,7 +168,8 @@ def demo(
     res = build(load_spec(SEED_SPEC), root / "scenario")
     console.print(f"seed scenario built in {res.root}", highlight=False)
     target = target_from_alert(res.root / "alert.json", str(res.repo))
-    run_hunt(target, db or default_db(), Budget(max_probes=10, max_wall_s=600), yes, json_out)
+    budget = Budget(max_probes=10, max_wall_s=600)
+    run_hunt(target, db or default_db(), budget, yes, json_out, scenario=res.root, spec=SEED_SPEC.read_text())
 
 
 @app.command("hunt")

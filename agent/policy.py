@@ -24,7 +24,6 @@ import shlex
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, ProbeError, bisect
-from tools.serverlog import read_log
 from tools.stats import compare
 
 SUSPICIOUS_ENV = (
@@ -97,20 +96,16 @@ def setup_prefix(hunt: Hunt) -> str:
 def launch_env(hunt: Hunt, rt: Runtime) -> dict[str, str]:
     """The environment a Python server sees when started the launch's way (sitecustomize included)."""
     dump = "python3 -c 'import json, os; print(json.dumps(dict(os.environ)))'"
-    res = rt.host.run(setup_prefix(hunt) + dump, timeout=60)
+    res = rt.shell(hunt, setup_prefix(hunt) + dump, timeout=60)
     try:
-        return json.loads(res.stdout.strip().splitlines()[-1]) if res.ok else {}
+        return json.loads(res["stdout"].strip().splitlines()[-1]) if res["exit_code"] == 0 else {}
     except (ValueError, IndexError):
         return {}
 
 
 def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
     """The server args from the log of the reproduce run (what is actually executed)."""
-    for log in sorted((rt.run_dir / "logs").glob("now-*.log")):
-        args = read_log(log).server_args
-        if args:
-            return args
-    return {}
+    return rt.server_args(hunt, "now")
 
 
 # -- phases ----------------------------------------------------------------------------------
@@ -154,20 +149,24 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
             hunt.status = "concluded"
 
 
-def plan(hunt: Hunt, rt: Runtime) -> None:
-    """State the hypotheses, cheapest and likeliest first, each with its test."""
+def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
+    """State the hypotheses, cheapest and likeliest first, each with its test (of the categories
+    in ``only``, when given: nothing is asked about a category left out)."""
     hs: list[Hypothesis] = []
+
+    def want(category: str) -> bool:
+        return only is None or category in only
 
     def add(category, statement, test, subject=None) -> None:
         hs.append(Hypothesis(id=f"h{len(hs) + 1}", category=category, statement=statement, test=test, subject=subject))
 
-    if rt.host.run(f"{setup_prefix(hunt)}command -v nvidia-smi", timeout=30).ok:
+    if want("hardware") and rt.shell(hunt, f"{setup_prefix(hunt)}command -v nvidia-smi", timeout=30)["exit_code"] == 0:
         add(
             "hardware",
             "the GPUs run below nominal (clocks, power, PCIe link)",
             "nvidia-smi: SM clock vs max, PCIe gen/width vs max, throttle reasons",
         )
-    env = launch_env(hunt, rt)
+    env = launch_env(hunt, rt) if want("environment") else {}
     # Tuning knobs only: a variable holding a path is configuration (where models or libraries are).
     tuning = sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
     for var in tuning:
@@ -177,35 +176,34 @@ def plan(hunt: Hunt, rt: Runtime) -> None:
             "A/B: the working tree with the tuning variables blanked vs as they are",
             var,
         )
-    status = rt.tool("git_status", {}, hunt=hunt)
-    changed = (
-        sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
-        if status.ok
-        else []
-    )
-    args = server_args(hunt, rt)
+    changed: list[str] = []
+    if want("uncommitted"):
+        status = rt.tool("git_status", {}, hunt=hunt)
+        if status.ok:
+            changed = sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+    args = server_args(hunt, rt) if changed else {}
     for path in changed:
         add("uncommitted", f"the uncommitted change to {path} slows it", "A/B: HEAD vs the working tree", path)
         for word, (arg, value) in CODE_PATHS.items():
             if word in path.lower() and arg in args and value.lower() not in args[arg].lower():
                 hs[-1].reason = f"not on the executed path: the server runs {arg}='{args[arg]}'"
-    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
-    candidate = hunt.target.good_ref
+    candidate = hunt.target.good_ref if want("history") else None
     how = "the alert's good ref"
-    if candidate is None and reflog.ok:
+    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt) if want("history") and candidate is None else None
+    if candidate is None and reflog is not None and reflog.ok:
         for e in reflog.result["entries"]:
             if e["command"] in ("pull", "reset", "merge", "rebase", "checkout") and e["old_sha"] != "0" * 40:
                 candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"
                 break
     if candidate:
-        hunt.good_candidate = rt.ctx.git.rev_parse(candidate)
+        hunt.good_candidate = rt.resolve(hunt, candidate)
         add(
             "history",
             f"a commit since {hunt.good_candidate[:10]} ({how}) slows it",
             f"A/B: {hunt.good_candidate[:10]} vs HEAD, then bisection",
             hunt.good_candidate,
         )
-    if hunt.target.good_launch and hunt.target.good_launch != hunt.target.launch:
+    if want("config") and hunt.target.good_launch and hunt.target.good_launch != hunt.target.launch:
         add("config", "a launch flag changed since the good run", "A/B: the good launch vs the current one")
     hunt.hypotheses = hs
     for h in hs:
@@ -377,8 +375,8 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
     by = {h.category: h for h in reversed(sup)}
     if "history" in by:
         h = by["history"]
-        good, head = hunt.good_candidate, rt.ctx.git.rev_parse("HEAD")
-        parents = rt.ctx.git.rev_list(good, head)  # type: ignore[arg-type]
+        good, head = hunt.good_candidate, rt.resolve(hunt, "HEAD")
+        parents = rt.rev_list(hunt, good, head)  # type: ignore[arg-type]
         rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
         # No sandwich on the first bisection: the confirmation A/B (HEAD vs HEAD with the culprit
         # reverted) proves the same thing more directly. After a failed confirmation the second
@@ -504,3 +502,50 @@ def propose(hunt: Hunt) -> None:
         hunt.action = Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
     else:
         hunt.action = Action(kind="none")
+
+
+# -- the policies a hunt can name -----------------------------------------------------------
+class Methodical:
+    """The senior engineer's method above: every hypothesis category, cheapest first."""
+
+    name = "methodical"
+    only: frozenset[str] | None = None
+
+    def reproduce(self, hunt: Hunt, rt: Runtime) -> None:
+        reproduce(hunt, rt)
+
+    def plan(self, hunt: Hunt, rt: Runtime) -> None:
+        plan(hunt, rt, self.only)
+
+    def next_open(self, hunt: Hunt) -> Hypothesis | None:
+        return next_open(hunt)
+
+    def test(self, hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+        test(hunt, rt, h)
+
+    def localize(self, hunt: Hunt, rt: Runtime) -> None:
+        localize(hunt, rt)
+
+    def confirm(self, hunt: Hunt, rt: Runtime) -> bool:
+        return confirm(hunt, rt)
+
+    def propose(self, hunt: Hunt) -> None:
+        propose(hunt)
+
+
+class BisectOnly(Methodical):
+    """What a bisect-first on-call does: the history hypothesis only (no hardware, environment,
+    uncommitted or config checks). A baseline for evaluations and a second policy for replays."""
+
+    name = "bisect-only"
+    only = frozenset({"history"})
+
+
+POLICIES: dict[str, Methodical] = {p.name: p for p in (Methodical(), BisectOnly())}
+
+
+def get_policy(name: str) -> Methodical:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy '{name}' (known: {', '.join(POLICIES)})") from None

@@ -1,5 +1,11 @@
 """What a hunt acts through: the Host, the repo's git, the measurer and its cache, the run dir.
 
+Every observation of the world - a tool, a git lookup, a shell probe, a measurement, the probe
+budget, the clock - goes through ``Runtime.observe``, which records it as a ``tool_call`` /
+``tool_result`` event pair. That one choke point is what makes a run replayable: given a
+``Cassette`` (agent/cassette.py) the same calls are answered from the recording instead, and the
+world (host, repo, servers) is never touched. The host and git are opened lazily for that reason.
+
 Rebuilt from the ``Target`` in whatever process runs the graph (a resume after approval is a new
 process). Measurements are cached on disk in the run dir, so a resumed or repeated hunt reuses
 every finished sample. Budgets are enforced here: a probe (a state not measured before) beyond
@@ -11,15 +17,27 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent.state import Hunt, Measured
+from tools.bisect import ProbeError
 from tools.catalog import ToolContext
 from tools.host import Host, LocalHost
 from tools.measure import MeasureCache, State, Workload
 from tools.registry import ToolRecord, call
+from tools.serverlog import read_log
 from tools.ssh import SSHHost
+from tools.stats import summarize
 from transcripts.store import Store
+
+if TYPE_CHECKING:
+    from agent.cassette import Cassette
+
+
+class Unanswerable(RuntimeError):
+    """A replay's call that the recording cannot answer (and no live world may)."""
 
 
 class BudgetExhausted(RuntimeError):
@@ -47,67 +65,156 @@ def with_env(template: str, env: dict[str, str]) -> str:
     return " && ".join([*parts[:-1], exports, parts[-1]])
 
 
+class RecordedError(RuntimeError):
+    """A failure the recording says the world answered with, raised again in a replay."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class Runtime:
     def __init__(
-        self, hunt: Hunt, run_dir: Path, on_event: Callable[[Hunt, str], None] | None = None, store: Store | None = None
+        self,
+        hunt: Hunt,
+        run_dir: Path,
+        on_event: Callable[[Hunt, str], None] | None = None,
+        store: Store | None = None,
+        cassette: Cassette | None = None,
     ) -> None:
         self.store = store
         self.run_dir = run_dir
-        run_dir.mkdir(parents=True, exist_ok=True)
-        t = hunt.target
-        self.host: Host = (
-            LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts, ssh_config=t.ssh_config)
-        )
-        self.ctx = ToolContext(
-            t.repo,
-            self.host,
-            workdir=run_dir,
-            cache=MeasureCache(run_dir / "measurements.json"),
-            pid_dir=run_dir.parent / "servers",
-        )  # shared by the store's runs
-        self.workload = Workload(bench=t.workload, metric=t.metric, command=t.command)
+        self.target = hunt.target
+        self.cassette = cassette
+        self.workload = Workload(bench=hunt.target.workload, metric=hunt.target.metric, command=hunt.target.command)
         self.records: list[ToolRecord] = []
         self.on_event = on_event
 
+    # -- the world, opened on first live use -----------------------------------------------------
+    @cached_property
+    def host(self) -> Host:
+        t = self.target
+        return LocalHost() if t.host is None else SSHHost(t.host, known_hosts=t.known_hosts, ssh_config=t.ssh_config)
+
+    @cached_property
+    def ctx(self) -> ToolContext:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        return ToolContext(
+            self.target.repo,
+            self.host,
+            workdir=self.run_dir,
+            cache=MeasureCache(self.run_dir / "measurements.json"),
+            pid_dir=self.run_dir.parent / "servers",  # shared by the store's runs
+        )
+
+    # -- the choke point -------------------------------------------------------------------------
+    def observe(self, hunt: Hunt, name: str, args: dict, live: Callable[[], Any], approved: bool = False) -> Any:
+        """Ask the world (or the cassette) ``name(args)``; record the call and its answer."""
+        self._event(hunt, "tool_call", f"{name} {args}", {"name": name, "args": args, "approved": approved})
+        t0 = time.perf_counter()
+        answer = self.cassette.answer(name, args) if self.cassette is not None else None  # None: ask live
+        if answer is not None:
+            result, error = answer.result, answer.error
+        else:
+            result, error = None, None
+            try:
+                result = live()
+            except (BudgetExhausted, Unanswerable):
+                raise
+            except ProbeError as exc:
+                error = {"kind": "ProbeError", "message": str(exc)}
+            except Exception as exc:  # recorded as the world's answer, then raised as it was
+                error = {"kind": type(exc).__name__, "message": str(exc)}
+        if answer is None and self.cassette is not None and error is None:
+            self.cassette.learn(name, args, result)  # a live answer joins the recorded world
+        took = time.perf_counter() - t0
+        status = (
+            "ok"
+            if error is None
+            else f"{error['kind']}: {error['message'].splitlines()[0] if error['message'] else ''}"
+        )
+        self._event(hunt, "tool_result", f"{name}: {status}", {"name": name, "result": result, "error": error}, took)
+        if error is not None:
+            if error["kind"] == "ProbeError":
+                raise ProbeError(error["message"])
+            raise RecordedError(error["kind"], error["message"])
+        return result
+
+    def _event(self, hunt: Hunt, kind: str, text: str, payload: dict, duration: float | None = None) -> None:
+        if self.store is not None:
+            self.store.event(hunt.run_id, kind, text, payload, duration)
+
     # -- tools ---------------------------------------------------------------------------------
     def tool(self, name: str, args: dict, approved: bool = False, hunt: Hunt | None = None) -> ToolRecord:
-        if self.store is not None and hunt is not None:
-            self.store.event(
-                hunt.run_id, "tool_call", f"{name} {args}", {"name": name, "args": args, "approved": approved}
-            )
-        rec = call(name, args, self.ctx, approved=approved)
+        assert hunt is not None
+        raw = self.observe(
+            hunt, name, args, lambda: call(name, args, self.ctx, approved=approved).model_dump(mode="json"), approved
+        )
+        rec = ToolRecord.model_validate(raw)
         self.records.append(rec)
-        if self.store is not None and hunt is not None:
-            text = f"{name}: {'ok' if rec.ok else rec.error}"
-            self.store.event(hunt.run_id, "tool_result", text, rec.model_dump(mode="json"), rec.duration_s)
         return rec
+
+    def resolve(self, hunt: Hunt, ref: str, paths: list[str] | None = None) -> str:
+        """A ref's SHA; "WORKTREE" is a snapshot commit of the uncommitted work (``paths`` of it)."""
+        args: dict[str, Any] = {"ref": ref} if paths is None else {"ref": ref, "paths": paths}
+
+        def live() -> str:
+            return self.ctx.git.snapshot(paths) if ref == "WORKTREE" else self.ctx.git.rev_parse(ref)
+
+        return self.observe(hunt, "git_resolve", args, live)
+
+    def rev_list(self, hunt: Hunt, good: str, head: str) -> list[str]:
+        return self.observe(
+            hunt, "git_rev_list", {"good": good, "head": head}, lambda: self.ctx.git.rev_list(good, head)
+        )
+
+    def shell(self, hunt: Hunt, cmd: str, timeout: float = 60) -> dict:
+        """A read-only shell probe on the host: exit code and output."""
+
+        def live() -> dict:
+            res = self.host.run(cmd, timeout=timeout)
+            return {"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr[-2000:]}
+
+        return self.observe(hunt, "host_run", {"cmd": cmd}, live)
+
+    def server_args(self, hunt: Hunt, label: str) -> dict[str, str]:
+        """The server args logged by the first launch of the state measured under ``label``."""
+
+        def live() -> dict[str, str]:
+            for log in sorted((self.run_dir / "logs").glob(f"{label}-*.log")):
+                args = read_log(log).server_args
+                if args:
+                    return args
+            return {}
+
+        return self.observe(hunt, "server_args", {"label": label}, live)
 
     def say(self, hunt: Hunt, kind: str, text: str, payload: dict | None = None) -> None:
         hunt.log(kind, text)
-        if self.store is not None:
-            stored = STORE_KINDS.get(kind, "note")
-            self.store.event(hunt.run_id, stored, text, {"phase": kind, **(payload or {})})
+        self._event(hunt, STORE_KINDS.get(kind, "note"), text, {"phase": kind, **(payload or {})})
         if self.on_event is not None:
             self.on_event(hunt, text)
 
     def check_wall(self, hunt: Hunt) -> None:
-        if time.time() - hunt.started_at > hunt.budget.max_wall_s:
+        elapsed = self.observe(hunt, "clock", {}, lambda: round(time.time() - hunt.started_at, 3))
+        if elapsed > hunt.budget.max_wall_s:
             raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted")
 
     # -- measurement ---------------------------------------------------------------------------
-    def _is_new(self, state: State) -> bool:
-        entry, _tree = self.ctx.measurer._entry(state, self.workload)
-        return not entry["samples"]
-
-    def _measured_states(self) -> int:
-        """States with samples in this run's cache: it survives a SIGKILL, the in-memory count of
-        the node that was running does not, so the cache is what counts."""
-        return sum(1 for e in self.ctx.cache.data.values() if e["samples"])
-
     def _count_probe(self, hunt: Hunt, state: State) -> None:
+        """Count a state not measured before against the budget. The run's on-disk cache is what
+        counts (it survives a SIGKILL; the in-memory count of the node that was running does not)."""
         self.check_wall(hunt)
-        done = self._measured_states()
-        if self._is_new(state):
+
+        def live() -> dict:
+            entry, _tree = self.ctx.measurer._entry(state, self.workload)
+            done = sum(1 for e in self.ctx.cache.data.values() if e["samples"])
+            return {"new": not entry["samples"], "measured": done}
+
+        args = {"ref": state.ref, "launch": state.launch} | ({"env": state.env} if state.env else {})
+        got = self.observe(hunt, "probe_budget", args, live)
+        done = got["measured"]
+        if got["new"]:
             if done >= hunt.budget.max_probes:
                 raise BudgetExhausted(f"probe budget of {hunt.budget.max_probes} exhausted")
             done += 1
@@ -125,24 +232,35 @@ class Runtime:
     ) -> Measured:
         """Measure a state (cached); the result joins the hunt's measurements under a new id.
         ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
-        sha = self.ctx.git.snapshot(paths) if ref == "WORKTREE" else self.ctx.git.rev_parse(ref)
-        state = State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
+        sha = self.resolve(hunt, ref, paths)
+        if hunt.target.command:  # a benchmark command: the env is its own (no launch to put it in)
+            state = State(label=label, ref=sha, launch=launch or hunt.target.launch, env=env or {})
+        else:
+            state = State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
         self._count_probe(hunt, state)
         self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
-        m = self.ctx.measurer.measure(state, self.workload, samples or hunt.budget.samples)
-        s = m.summary
+        n = samples or hunt.budget.samples
+
+        def live() -> dict:
+            m = self.ctx.measurer.measure(state, self.workload, n)
+            return {"samples": m.samples, "verify_ms": m.verify_ms}
+
+        args = {"ref": sha, "launch": state.launch, "samples": n} | ({"env": state.env} if state.env else {})
+        got = self.observe(hunt, "measure", args, live)
+        s = summarize(got["samples"])
+        verify = got["verify_ms"]
         out = Measured(
             id=f"m{len(hunt.measurements) + 1}",
             label=label,
             ref=sha,
             env=env or {},
             launch=state.launch,
-            samples=m.samples,
+            samples=got["samples"],
             median=s.median,
             ci_low=s.ci_low,
             ci_high=s.ci_high,
             cv=s.cv,
-            verify_ms=sum(m.verify_ms) / len(m.verify_ms) if m.verify_ms else None,
+            verify_ms=sum(verify) / len(verify) if verify else None,
         )
         hunt.measurements.append(out)
         if self.store is not None:
@@ -158,13 +276,24 @@ class Runtime:
     def probe_fn(self, hunt: Hunt, seen: dict[str, list[float]]):
         """A bisection probe that counts new states against the hunt's budget; the samples it hands
         out are collected in ``seen`` (sha -> samples) for the record."""
-        inner = self.ctx.measurer.probe_fn(hunt.target.launch, self.workload)
+        inner = None
+        handed: dict[str, int] = {}  # as the measurer's probe hands them: the next n of the state's samples
 
         def probe(sha: str, n: int) -> list[float]:
+            nonlocal inner
             state = State(label="bisect", ref=sha, launch=hunt.target.launch)
             self._count_probe(hunt, state)  # BudgetExhausted ends the bisection (not a skip)
             self.say(hunt, "probe", f"bisect probe {sha[:10]} ({n} samples)")
-            got = inner(sha, n)
+
+            def live() -> list[float]:
+                nonlocal inner
+                if inner is None:
+                    inner = self.ctx.measurer.probe_fn(hunt.target.launch, self.workload)
+                return inner(sha, n)
+
+            start = handed.get(sha, 0)
+            handed[sha] = start + n
+            got = self.observe(hunt, "probe", {"ref": sha, "launch": hunt.target.launch, "start": start, "n": n}, live)
             seen.setdefault(sha, []).extend(got)
             return got
 
@@ -172,8 +301,6 @@ class Runtime:
 
     def record_samples(self, hunt: Hunt, label: str, sha: str, samples: list[float]) -> None:
         """Add samples taken outside ``measure`` (bisection probes) to the hunt's measurements."""
-        from tools.stats import summarize
-
         s = summarize(samples)
         hunt.measurements.append(
             Measured(
@@ -190,4 +317,5 @@ class Runtime:
         )
 
     def close(self) -> None:
-        self.host.close()
+        if "host" in self.__dict__:
+            self.host.close()

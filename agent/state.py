@@ -96,6 +96,8 @@ class Event(BaseModel):
 
 class Hunt(BaseModel):
     run_id: str
+    policy: str = "methodical"
+    model: str | None = None
     status: Status = "running"
     phase: str = "intake"
     target: Target

@@ -31,6 +31,15 @@ def test_secrets_are_redacted(raw, must_not_contain):
     assert "REDACTED" in redact(raw)
 
 
+@pytest.mark.parametrize(
+    "harmless",
+    ["max_tokens = 24", "--max-new-tokens 128", "tokenizer_path=/models/kimi", "num_tokens: 2048"],
+)
+def test_words_that_only_contain_token_are_not_secrets(harmless):
+    assert redact(harmless) == harmless
+    assert redact({"max_tokens": "24", "tokenizer": "kimi"}) == {"max_tokens": "24", "tokenizer": "kimi"}
+
+
 def test_redaction_walks_payloads_and_keeps_harmless_text():
     payload = {
         "env": {"OPENAI_API_KEY": "abc123", "NCCL_PROTO": "LL"},

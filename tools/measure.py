@@ -149,12 +149,12 @@ class Measurer:
             return lambda: self._sample(server, workload)
         wt = stack.enter_context(self.git.worktree(state.ref))
         entry["launches"] += 1
-        return lambda: self._run_command(wt, workload)
+        return lambda: self._run_command(wt, workload, state.env)
 
-    def _run_command(self, worktree: str, workload: Workload) -> tuple[float, float | None]:
+    def _run_command(self, worktree: str, workload: Workload, env: dict[str, str]) -> tuple[float, float | None]:
         assert workload.command is not None
         cmd = workload.command.replace("{worktree}", shlex.quote(worktree))
-        res = self.host.run(cmd, cwd=worktree, timeout=self.health_timeout_s)
+        res = self.host.run(cmd, cwd=worktree, env=env or None, timeout=self.health_timeout_s)
         numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", res.stdout)
         if not res.ok or not numbers:
             why = "timed out" if res.timed_out else f"exit {res.exit_code}" if not res.ok else "printed no number"

@@ -43,13 +43,14 @@ _SECRET_PATTERNS = [
     (re.compile(r"(?i)(://[^/\s:@]+:)[^@\s/]+@"), r"\1[REDACTED]@"),
     (
         re.compile(
-            r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"
+            r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN(?![A-Z])|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"
         ),
         r"\1\2\3[REDACTED]\3",
     ),
     (re.compile(r"(?i)(--(?:api-key|token|password|secret)[= ])\S+"), r"\1[REDACTED]"),
 ]
-_SECRET_KEY = re.compile(r"(?i)(api_?key|token|secret|password|passwd|authorization|private_key)")
+# "token" but not "max_tokens" or "tokenizer": a count or a model file is not a secret
+_SECRET_KEY = re.compile(r"(?i)(api_?key|token(?![a-z])|secret|password|passwd|authorization|private_key)")
 
 
 def redact(value: Any) -> Any:
@@ -85,6 +86,9 @@ class Store:
         # write holds ``self.lock``.
         self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False))
         self.db.enable_wal()
+        # WAL with synchronous=NORMAL: every event is its own commit, visible to other readers at
+        # once and safe from a SIGKILL of this process; only a power cut can lose the last commits.
+        self.db.execute("pragma synchronous = normal")
         self.lock = threading.Lock()
         self._ensure_schema()
 
@@ -197,6 +201,31 @@ class Store:
                     "duration_s": duration_s,
                 }
             )
+        return seq
+
+    def events_batch(self, run_id: str, events: list[dict]) -> int:
+        """Many events in one commit (imports, replays stored in bulk): each a dict with ``kind``,
+        ``text`` and optional ``payload``, ``duration_s``, ``t``. Returns the last seq."""
+        with self.lock, self.db.atomic():
+            row = self.db.execute("select coalesce(max(seq), 0) from events where run = ?", [run_id]).fetchone()
+            seq = int(row[0])
+            rows = []
+            for e in events:
+                if e["kind"] not in EVENT_KINDS:
+                    raise ValueError(f"unknown event kind '{e['kind']}'")
+                seq += 1
+                rows.append(
+                    {
+                        "run": run_id,
+                        "seq": seq,
+                        "t": e.get("t") or time.time(),
+                        "kind": e["kind"],
+                        "text": redact(e["text"]),
+                        "payload": json.dumps(redact(e.get("payload")), default=str),
+                        "duration_s": e.get("duration_s"),
+                    }
+                )
+            self.db["events"].insert_all(rows, batch_size=500)
         return seq
 
     def put_measurement(self, run_id: str, m: dict, metric: str) -> None:

@@ -1,0 +1,208 @@
+"""Replay: a recorded run's world, served back to the graph.
+
+A recorded run is a sequence of events; its ``tool_call`` / ``tool_result`` pairs are everything
+the hunt ever learned from the world (``Runtime.observe`` records them). Two ways to serve them:
+
+- **strict** (``sleuth replay RUN``): the same graph and policy must ask the same questions in the
+  same order; each is answered with the recorded answer, and every event the replay emits is
+  compared with the recorded one (``EventChecker``). The first difference is a ``Divergence``.
+- **world** (``sleuth replay RUN --policy P``): another policy asks what it likes. Questions about
+  git, the host and tools are answered when the recording holds the same call (name and args);
+  measurements come from a pool of the recorded samples of each state (so a different number of
+  samples, or samples asked in a different order, can still be answered). A question the
+  recording cannot answer goes live (against the scenario rebuilt from its spec) or, offline,
+  stops the replay with ``Unanswerable``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agent.runtime import Unanswerable
+from transcripts.store import redact
+
+
+class ReplayStop(Exception):
+    """Ends a replay from inside the graph (it is not the hunt's failure but the replay's finding)."""
+
+
+class Divergence(ReplayStop):
+    def __init__(self, seq: int | None, expected: Any, got: Any) -> None:
+        super().__init__(f"diverged at event {seq}: expected {_short(expected)}, got {_short(got)}")
+        self.seq, self.expected, self.got = seq, expected, got
+
+
+class Offline(ReplayStop, Unanswerable):
+    pass
+
+
+def _state(args: dict) -> tuple[str, str, str]:
+    """A measured state as the calls name it: commit, launch, env."""
+    return args["ref"], args["launch"], json.dumps(args.get("env") or {}, sort_keys=True)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def normal(value: Any) -> Any:
+    """How a value looks once stored (redacted, JSON round-tripped): what comparisons see."""
+    return json.loads(json.dumps(redact(value), default=str))
+
+
+@dataclass
+class Answer:
+    result: Any
+    error: dict | None
+
+
+def recorded_calls(events: list[dict]) -> list[tuple[int, str, dict, Answer]]:
+    """(seq, name, args, answer) of each tool_call followed by its tool_result."""
+    out = []
+    pending: dict | None = None
+    for e in events:
+        payload = json.loads(e["payload"]) if isinstance(e["payload"], str) else e["payload"]
+        if e["kind"] == "tool_call":
+            pending = {"seq": e["seq"], **payload}
+        elif e["kind"] == "tool_result" and pending is not None:
+            out.append(
+                (pending["seq"], pending["name"], pending["args"], Answer(payload.get("result"), payload.get("error")))
+            )
+            pending = None
+    return out
+
+
+class Cassette:
+    """Answers ``Runtime.observe`` from a recording (see the module docstring for the two modes)."""
+
+    def __init__(
+        self,
+        events: list[dict],
+        strict: bool = True,
+        live: bool = False,
+        rewrite: tuple[str, str] | None = None,
+    ) -> None:
+        self.calls = recorded_calls(events)
+        self.strict, self.live, self.rewrite = strict, live, rewrite
+        self.cursor = 0
+        self.served = 0
+        self.went_live = 0
+        # world mode: per state (ref, launch) the pool of recorded samples
+        self.pool: dict[tuple[str, str, str], list[float]] = {}
+        self.verify: dict[tuple[str, str, str], list[float]] = {}
+        self.handed: dict[tuple[str, str, str], int] = {}  # states this replay measured, and how many samples
+        for _seq, name, args, ans in self.calls:
+            if ans.error is None:
+                self._pool_add(name, args, ans.result)
+
+    def learn(self, name: str, args: dict, result: Any) -> None:
+        """A call answered live: its answer serves the same question later."""
+        args = self._key_args(args)
+        self.calls.append((-1, name, args, Answer(result, None)))
+        self._pool_add(name, args, result)
+        if name in ("measure", "probe"):
+            n = len(result["samples"]) if name == "measure" else args["start"] + args["n"]
+            key = _state(args)
+            self.handed[key] = max(self.handed.get(key, 0), n)
+
+    def _pool_add(self, name: str, args: dict, result: Any) -> None:
+        """Both are views of a state's sample cache: measure returns all of it, probe the slice
+        [start, start + n). The pool is that cache as far as the recording saw it."""
+        if name not in ("measure", "probe"):
+            return
+        key = _state(args)
+        start, got = (0, result["samples"]) if name == "measure" else (args["start"], result)
+        have = self.pool.setdefault(key, [])
+        if start + len(got) > len(have) and start <= len(have):
+            have.extend(got[len(have) - start :])
+        if name == "measure":
+            self.verify[key] = result.get("verify_ms", [])
+
+    def _key_args(self, args: dict) -> dict:
+        if self.rewrite is None:
+            return normal(args)
+        new, old = self.rewrite
+        return normal(json.loads(json.dumps(args).replace(new, old)))
+
+    def answer(self, name: str, args: dict) -> Answer | None:
+        args = self._key_args(args)
+        if self.strict:
+            if self.cursor >= len(self.calls):
+                raise Divergence(None, "the end of the recording", {"name": name, "args": args})
+            seq, rname, rargs, ans = self.calls[self.cursor]
+            if (rname, normal(rargs)) != (name, args):
+                raise Divergence(seq, {"name": rname, "args": rargs}, {"name": name, "args": args})
+            self.cursor += 1
+            self.served += 1
+            return ans
+        ans = self._from_world(name, args)
+        if ans is not None:
+            self.served += 1
+            return ans
+        if not self.live:
+            raise Offline(f"--offline: the recording cannot answer {name} {_short(args)}")
+        self.went_live += 1
+        return None
+
+    def _from_world(self, name: str, args: dict) -> Answer | None:
+        if name == "clock":
+            return Answer(0.0, None)  # a replay has no wall-time budget of its own
+        if name == "probe_budget":
+            key = _state(args)
+            return Answer({"new": key not in self.handed, "measured": len(self.handed)}, None)
+        if name == "measure":
+            key = _state(args)
+            have = self.pool.get(key, [])
+            n = max(args["samples"], self.handed.get(key, 0))
+            if len(have) < n:
+                return None
+            self.handed[key] = n
+            return Answer({"samples": have[:n], "verify_ms": self.verify.get(key, [])[:n]}, None)
+        if name == "probe":
+            key = _state(args)
+            have, start = self.pool.get(key, []), args["start"]
+            if len(have) < start + args["n"]:
+                return None
+            self.handed[key] = max(self.handed.get(key, 0), start + args["n"])
+            return Answer(have[start : start + args["n"]], None)
+        for _seq, rname, rargs, ans in self.calls:
+            if rname == name and normal(rargs) == args:
+                return ans
+        return None
+
+
+class EventChecker:
+    """Stands in for the Store in a strict replay: compares every emitted event with the recorded
+    one at the same position (kind, text and payload as stored; times and durations aside)."""
+
+    def __init__(self, events: list[dict]) -> None:
+        self.expected = [e for e in events if not _is_resume_note(e)]
+        self.pos = 0
+
+    def event(self, run_id: str, kind: str, text: str, payload: Any = None, duration_s: float | None = None, t=None):
+        got = {"kind": kind, "text": normal(text), "payload": normal(payload)}
+        if self.pos >= len(self.expected):
+            raise Divergence(None, "the end of the recording", got)
+        e = self.expected[self.pos]
+        want = {"kind": e["kind"], "text": e["text"], "payload": json.loads(e["payload"])}
+        if want != got:
+            raise Divergence(e["seq"], want, got)
+        self.pos += 1
+        return e["seq"]
+
+    def remaining(self) -> list[dict]:
+        return self.expected[self.pos :]
+
+    # the rest of the Store's writing interface: a strict replay writes nothing
+    def start_run(self, *a, **k) -> None: ...
+    def update_run(self, *a, **k) -> None: ...
+    def put_measurement(self, *a, **k) -> None: ...
+    def put_hypotheses(self, *a, **k) -> None: ...
+    def close(self) -> None: ...
+
+
+def _is_resume_note(e: dict) -> bool:
+    return e["kind"] == "note" and '"phase": "resume"' in (e["payload"] or "")

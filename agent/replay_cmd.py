@@ -1,0 +1,65 @@
+"""``sleuth replay RUN [--policy P] [--model M] [--offline]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli import app, bad_input, out, print_json
+from agent.policy import POLICIES
+from agent.replay import ReplayError, replay_strict, replay_world
+from transcripts.store import default_path
+
+
+@app.command("replay")
+def replay(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    policy: Annotated[
+        str | None, typer.Option(help=f"another policy against the recorded world ({', '.join(POLICIES)})")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="another model against the recorded world")] = None,
+    offline: Annotated[
+        bool, typer.Option(help="never answer live: a call the recording cannot answer ends the replay")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")] = None,
+) -> None:
+    """Re-execute a recorded run from its recording: `identical`, or the first divergence (exit 1).
+    With --policy/--model: another policy or model against the recorded world, stored as a new run."""
+    db = db or default_path()
+    if not db.exists():
+        bad_input(f"--db: {db}: no run store here")
+    if policy is not None and policy not in POLICIES:
+        bad_input(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICIES)})")
+    try:
+        if policy is None and model is None:
+            res = replay_strict(db, run_id)
+        else:
+            res = replay_world(db, run_id, policy or "methodical", model, offline)
+    except ReplayError as exc:
+        bad_input(str(exc))
+    if json_out:
+        print_json(res.model_dump())
+    elif res.mode == "strict" and res.identical:
+        out.print(
+            f"identical: {res.events} events, {res.served} recorded answers, {res.seconds:.2f} s "
+            f"({res.status}; root cause {res.root_cause})",
+            highlight=False,
+        )
+    elif res.mode == "strict":
+        d = res.divergence or {}
+        out.print(f"diverged at event {d.get('seq')}", highlight=False)
+        out.print(f"  expected: {d.get('expected')}", highlight=False, markup=False)
+        out.print(f"  got:      {d.get('got')}", highlight=False, markup=False)
+    else:
+        out.print(
+            f"replay {res.new_run} of {res.run_id} ({policy or 'methodical'}{'/' + model if model else ''}): "
+            f"{res.status}; root cause {res.root_cause}; {res.served} answers from the recording, {res.live} live, "
+            f"{res.seconds:.1f} s" + (f"\n{res.error}" if res.error else ""),
+            highlight=False,
+            markup=False,
+        )
+    if (res.mode == "strict" and not res.identical) or res.status in ("failed", "inconclusive"):
+        raise typer.Exit(1)

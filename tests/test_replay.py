@@ -1,0 +1,141 @@
+"""Replay: a recorded run re-executed from its recording (identical, or the first divergence), and
+another policy run against the recorded world (answered live from the rebuilt scenario, or not at
+all offline), stored as a new run linked to the old."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent.graph import Hunter
+from agent.hunt_cmd import target_from_alert
+from agent.state import Budget, Hunt, new_run_id
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_exe
+from tests.test_agent import SMALL
+
+NO_WORLD = '''
+import socket, subprocess
+def _refuse(*a, **k):
+    raise OSError("the replay tried to reach the world")
+socket.socket.connect = _refuse
+subprocess.Popen.__init__ = _refuse
+'''
+
+
+def sleuth(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> tuple[Path, str]:
+    """A real hunt of the small scenario, approved in a second process; then the world is deleted."""
+    tmp = tmp_path_factory.mktemp("recorded")
+    (tmp / "small.toml").write_text(textwrap.dedent(SMALL))
+    res = build(load_spec(tmp / "small.toml"), tmp / "scenario")
+    db = tmp / "runs.db"
+    proc = sleuth("hunt", "--alert", str(res.root / "alert.json"), "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run = json.loads(proc.stdout)["run_id"]
+    assert sleuth("approve", run, "--db", str(db)).returncode == 0
+    shutil.rmtree(res.root)  # no repo, no servers to launch: only the recording is left
+    return db, run
+
+
+def test_a_recorded_hunt_replays_identically_without_touching_the_world(recorded, tmp_path):
+    db, run = recorded
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(NO_WORLD)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(blocker), "HOME": str(tmp_path)}
+    proc = sleuth("replay", run, "--db", str(db), "--json", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    res = json.loads(proc.stdout)
+    assert res["identical"] is True and res["divergence"] is None
+    assert res["status"] == "concluded"  # through the recorded approval, the revert and its re-measure
+    events = sqlite3.connect(db).execute("select count(*) from events where run = ?", [run]).fetchone()[0]
+    assert res["events"] == events
+    assert res["served"] > 20
+
+
+def test_a_changed_recording_reports_the_first_divergence_and_exits_1(recorded, tmp_path):
+    db, run = recorded
+    copy = tmp_path / "runs.db"
+    shutil.copy(db, copy)
+    con = sqlite3.connect(copy)
+    seq, payload = con.execute(
+        "select seq, payload from events where run = ? and kind = 'tool_result' and payload like '%\"measure\"%' "
+        "order by seq limit 1",
+        [run],
+    ).fetchone()
+    body = json.loads(payload)
+    body["result"]["samples"] = [x * 0.5 for x in body["result"]["samples"]]  # the world answered otherwise
+    con.execute("update events set payload = ? where run = ? and seq = ?", [json.dumps(body), run, seq])
+    con.commit()
+    con.close()
+    proc = sleuth("replay", run, "--db", str(copy))
+    assert proc.returncode == 1
+    # the answer is served as recorded; the first event that follows from it differs
+    first_measurement = sqlite3.connect(copy).execute(
+        "select min(seq) from events where run = ? and kind = 'measurement' and seq > ?", [run, seq]
+    ).fetchone()[0]
+    assert f"diverged at event {first_measurement}" in proc.stdout
+    assert "expected:" in proc.stdout and "got:" in proc.stdout
+
+
+def test_replay_of_an_unknown_run_or_policy_is_bad_input(recorded):
+    db, run = recorded
+    proc = sleuth("replay", "no-such-run", "--db", str(db))
+    assert proc.returncode == 2 and "RUN: no run 'no-such-run'" in proc.stderr
+    proc = sleuth("replay", run, "--policy", "psychic", "--db", str(db))
+    assert proc.returncode == 2 and "--policy: unknown policy 'psychic'" in proc.stderr
+
+
+def test_another_policy_against_the_recorded_world(tmp_path):
+    """A bisect-only hunt is recorded; the methodical policy asks more (nvidia-smi, the env, git
+    status): offline that ends the replay, live it is answered by the scenario rebuilt from its
+    spec - the original world is gone - and both replays are runs linked to the recording."""
+    spec = tmp_path / "small.toml"
+    spec.write_text(textwrap.dedent(SMALL))
+    res = build(load_spec(spec), tmp_path / "scenario")
+    db = tmp_path / "runs.db"
+    hunter = Hunter(db, tmp_path / "runs")
+    hunt = Hunt(
+        run_id=new_run_id(),
+        policy="bisect-only",
+        target=target_from_alert(res.root / "alert.json", None),
+        budget=Budget(max_probes=12),
+    )
+    try:
+        first = hunter.start(hunt, scenario=str(res.root), spec=spec.read_text())
+    finally:
+        hunter.close()
+    culprit = res.truth["root_causes"][0]["ref"]
+    assert first.root_ref == culprit and [h.category for h in first.hypotheses] == ["history"]
+    shutil.rmtree(res.root)
+
+    proc = sleuth("replay", hunt.run_id, "--policy", "methodical", "--offline", "--db", str(db), "--json")
+    assert proc.returncode == 1
+    offline = json.loads(proc.stdout)
+    assert offline["status"] == "failed" and offline["error"].startswith("--offline: the recording cannot answer")
+
+    proc = sleuth("replay", hunt.run_id, "--policy", "methodical", "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    live = json.loads(proc.stdout)
+    assert live["root_cause"] == {"kind": "commit", "ref": culprit}
+    assert live["live"] > 0 and live["served"] > 0
+
+    runs = {r["id"]: r for r in json.loads(sleuth("runs", "--json", "--db", str(db)).stdout)}
+    for replay in (offline, live):
+        assert runs[replay["new_run"]]["parent_run"] == hunt.run_id
+        assert runs[replay["new_run"]]["policy"] == "methodical"
+    assert runs[live["new_run"]]["status"] == "awaiting_approval"
+    verdict = json.loads(sleuth("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
+    assert {h["category"] for h in verdict["hypotheses"]} >= {"history", "uncommitted"}
