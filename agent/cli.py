@@ -121,6 +121,7 @@ def _load_plugins() -> None:
 def main() -> None:
     import agent.bisect_cmd
     import agent.hunt_cmd
+    import agent.import_cmd
     import agent.replay_cmd
     import agent.runs_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`, `replay`
 

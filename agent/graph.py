@@ -26,11 +26,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from agent.cassette import Cassette, EventChecker, ReplayStop
 from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt
+from transcripts.cassette import Cassette, EventChecker, ReplayStop
 from transcripts.store import Store
 
 

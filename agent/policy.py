@@ -65,9 +65,10 @@ def min_effect_pct(hunt: Hunt) -> float:
     return 5.0
 
 
-def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b: str):
-    """Compare two measured states; while unknown, take more samples of both (twice, at most)."""
-    cmp = compare(a.samples, b.samples, alpha=0.01, min_effect_pct=min_effect_pct(hunt))
+def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b: str, alpha: float = 0.01):
+    """Compare two measured states; while unknown, take more samples of both (twice, at most).
+    One of many tests of the same question passes a smaller ``alpha`` (Bonferroni)."""
+    cmp = compare(a.samples, b.samples, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False)
     n = len(a.samples)
     for _ in range(2):
         if cmp.verdict != "unknown":
@@ -75,7 +76,7 @@ def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b:
         n *= 2
         a = rt.measure(hunt, label_a, a.ref, a.env, a.launch, samples=n)
         b = rt.measure(hunt, label_b, b.ref, b.env, b.launch, samples=n)
-        cmp = compare(a.samples, b.samples, alpha=0.01, min_effect_pct=min_effect_pct(hunt))
+        cmp = compare(a.samples, b.samples, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False)
     return cmp, a, b
 
 
@@ -292,11 +293,14 @@ def _test_env(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
 
 
 def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:
-    """One variable at a time: which blanked variable gives the speed back?"""
+    """One variable at a time: which blanked variable gives the speed back? With many variables,
+    one test in a hundred would pass by chance at alpha 0.01: each gets alpha / len(group)
+    (Bonferroni) and must also recover at least the smallest effect that matters."""
+    alpha = 0.01 / max(1, len(group))
     for h in group:
         one = rt.measure(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
-        cmp, now, one = ab(hunt, rt, now, one, "now", one.label)
-        if cmp.verdict == "different" and _better(hunt, one, now):
+        cmp, now, one = ab(hunt, rt, now, one, "now", one.label, alpha=alpha)
+        if cmp.verdict == "different" and _better(hunt, one, now) and abs(cmp.delta_pct) >= min_effect_pct(hunt):
             h.status, h.reason, h.evidence = "supported", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
         else:
             h.status, h.reason, h.evidence = "refuted", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]

@@ -1,4 +1,4 @@
-"""Replaying a recorded run: the same graph against the recorded world (see agent/cassette.py).
+"""Replaying a recorded run: the same graph against the recorded world (see transcripts/cassette.py).
 
 ``replay_strict`` re-executes the run's own policy with every answer served from the recording
 and reports ``identical`` or the first divergence. ``replay_world`` runs another policy (or
@@ -18,9 +18,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from agent.cassette import Cassette, Divergence, EventChecker, Offline
 from agent.graph import Decision, Hunter
 from agent.state import Hunt, new_run_id
+from transcripts.cassette import Cassette, Divergence, EventChecker, Offline
 from transcripts.store import Store
 
 

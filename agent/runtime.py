@@ -3,7 +3,7 @@
 Every observation of the world - a tool, a git lookup, a shell probe, a measurement, the probe
 budget, the clock - goes through ``Runtime.observe``, which records it as a ``tool_call`` /
 ``tool_result`` event pair. That one choke point is what makes a run replayable: given a
-``Cassette`` (agent/cassette.py) the same calls are answered from the recording instead, and the
+``Cassette`` (transcripts/cassette.py) the same calls are answered from the recording instead, and the
 world (host, repo, servers) is never touched. The host and git are opened lazily for that reason.
 
 Rebuilt from the ``Target`` in whatever process runs the graph (a resume after approval is a new
@@ -30,14 +30,11 @@ from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
 from tools.stats import summarize
+from transcripts.cassette import Unanswerable
 from transcripts.store import Store
 
 if TYPE_CHECKING:
-    from agent.cassette import Cassette
-
-
-class Unanswerable(RuntimeError):
-    """A replay's call that the recording cannot answer (and no live world may)."""
+    from transcripts.cassette import Cassette
 
 
 class BudgetExhausted(RuntimeError):

@@ -21,13 +21,13 @@ from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe
 from tests.test_agent import SMALL
 
-NO_WORLD = '''
+NO_WORLD = """
 import socket, subprocess
 def _refuse(*a, **k):
     raise OSError("the replay tried to reach the world")
 socket.socket.connect = _refuse
 subprocess.Popen.__init__ = _refuse
-'''
+"""
 
 
 def sleuth(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -83,9 +83,11 @@ def test_a_changed_recording_reports_the_first_divergence_and_exits_1(recorded, 
     proc = sleuth("replay", run, "--db", str(copy))
     assert proc.returncode == 1
     # the answer is served as recorded; the first event that follows from it differs
-    first_measurement = sqlite3.connect(copy).execute(
-        "select min(seq) from events where run = ? and kind = 'measurement' and seq > ?", [run, seq]
-    ).fetchone()[0]
+    first_measurement = (
+        sqlite3.connect(copy)
+        .execute("select min(seq) from events where run = ? and kind = 'measurement' and seq > ?", [run, seq])
+        .fetchone()[0]
+    )
     assert f"diverged at event {first_measurement}" in proc.stdout
     assert "expected:" in proc.stdout and "got:" in proc.stdout
 

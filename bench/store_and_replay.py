@@ -5,7 +5,7 @@ events.
 The long recordings are real hunts (the graph, the methodical policy, real git worktrees and a
 real benchmark command): a small repository whose benchmark reads N tuning variables from its
 environment, one of which halves its speed. The policy blanks them all (supported), then one at
-a time - about ten events per variable. Run: ``python bench/transcripts.py [--vars 100,1000]``.
+a time - about ten events per variable. Run: ``python bench/store_and_replay.py [--vars 100,1000]``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.graph import Hunter  # noqa: E402
-from agent.replay import replay_strict  # noqa: E402
-from agent.state import Budget, Hunt, Target, new_run_id  # noqa: E402
-from transcripts.store import Store  # noqa: E402
+from agent.graph import Hunter
+from agent.replay import replay_strict
+from agent.state import Budget, Hunt, Target, new_run_id
+from transcripts.store import Store
 
-BENCH = "sh -c 'r=$(od -An -N2 -tu2 /dev/urandom | tr -d \" \"); if [ -n \"$SGLANG_KNOB_7\" ]; then echo 2.0$r; else echo 1.0$r; fi'"
+BENCH = (  # ~1% noise from /dev/urandom; 2x slower while SGLANG_KNOB_7 is set
+    'sh -c \'r=$(od -An -N2 -tu2 /dev/urandom | tr -d " "); '
+    'if [ -n "$SGLANG_KNOB_7" ]; then echo 2.0$r; else echo 1.0$r; fi\''
+)
 
 
 def record_hunt(tmp: Path, n_vars: int) -> tuple[Path, str, float]:

@@ -20,8 +20,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agent.runtime import Unanswerable
 from transcripts.store import redact
+
+
+class Unanswerable(RuntimeError):
+    """A replay's call that the recording cannot answer (and no live world may)."""
 
 
 class ReplayStop(Exception):

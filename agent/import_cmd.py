@@ -1,0 +1,93 @@
+"""``sleuth import PATH`` (another agent's session as a run) and ``sleuth export RUN``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli import app, bad_input, out, print_json
+from transcripts.exports import to_atif, to_openai_messages
+from transcripts.imports import FORMATS, BadRecord, read_session
+from transcripts.imports.save import save
+from transcripts.store import Store, default_path
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="a session file, an opencode storage/ folder or opencode.db")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", help=f"one of {', '.join(FORMATS)} (default: detected)")
+    ] = None,
+    session: Annotated[str | None, typer.Option(help="which session, in a store of many (opencode)")] = None,
+    skip_bad: Annotated[bool, typer.Option(help="import what can be read; count what cannot")] = False,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Import another agent's session as a run of kind `imported`."""
+    if fmt is not None and fmt not in FORMATS:
+        bad_input(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+    try:
+        s = read_session(path, fmt, session, skip_bad)
+    except BadRecord as exc:
+        bad_input(str(exc))
+    store = Store(db or default_path())
+    try:
+        run_id, new = save(store, s)
+    finally:
+        store.close()
+    summary = {
+        "run_id": run_id,
+        "new": new,
+        "format": s.format,
+        "session_id": s.session_id,
+        "events": len(s.steps),
+        "tool_calls": sum(1 for x in s.steps if x.kind == "tool_call"),
+        "tokens": s.tokens(),
+        "skipped": s.skipped,
+        "problems": s.problems[:20],
+    }
+    if json_out:
+        print_json(summary)
+        return
+    verb = "imported" if new else "already imported as"
+    out.print(
+        f"{verb} {run_id}: {s.format}, {summary['events']} events ({summary['tool_calls']} tool calls), "
+        f"tokens in {summary['tokens'].get('input', 0):,} / out {summary['tokens'].get('output', 0):,}"
+        + (f", {s.skipped} bad record(s) skipped" if s.skipped else ""),
+        highlight=False,
+    )
+    for p in s.problems[:5]:
+        out.print(f"  skipped: {p}", highlight=False, markup=False)
+
+
+@app.command("export")
+def export_cmd(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    fmt: Annotated[str, typer.Option("--format", help="openai-messages or atif")] = "openai-messages",
+    output: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Write a run out as an OpenAI messages list or an ATIF trajectory."""
+    if fmt not in ("openai-messages", "atif"):
+        bad_input(f"--format: unknown format '{fmt}' (known: openai-messages, atif)")
+    path = db or default_path()
+    if not path.exists():
+        bad_input(f"--db: {path}: no run store here")
+    store = Store(path)
+    try:
+        run = store.run(run_id)
+        if run is None:
+            bad_input(f"RUN: no run '{run_id}' in {path}")
+        events = store.events(run_id)
+    finally:
+        store.close()
+    doc = to_openai_messages(events) if fmt == "openai-messages" else to_atif(run, events)
+    if output is not None:
+        output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    else:
+        print_json(doc)

@@ -1,0 +1,243 @@
+"""`sleuth import` and `sleuth export`: real sessions of other agents (tests/fixtures/transcripts,
+sources and licences in its README) become runs of kind `imported`, and runs go back out as OpenAI
+messages or ATIF."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import sleuth_exe
+from transcripts.imports import detect, read_session
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+CLAUDE = FIXTURES / "claude-code" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+OPENCODE = FIXTURES / "opencode" / "session__neon-river__ses_39b623ce7ffeILPe9UgDcyGicH.json"
+SEED = Path(__file__).parents[1] / "transcripts" / "examples" / "seed_session.json"
+
+REAL = {
+    CLAUDE: "claude-code",
+    FIXTURES / "opencode" / "session__jolly-eagle__ses_39b5d713cffeRgAoxPIwS3Plus.json": "opencode",
+    OPENCODE: "opencode",
+    FIXTURES / "swe-agent" / "function_calling_simple.traj": "swe-agent",
+    FIXTURES / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.gpt4.traj": "swe-agent",
+    FIXTURES / "mini-swe-agent" / "calc_fix.traj.json": "mini-swe-agent",
+    FIXTURES / "mini-swe-agent" / "count_files.traj.json": "mini-swe-agent",
+    SEED: "openai-messages",
+}
+
+
+def sleuth(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+
+
+def events(db: Path, run: str) -> list[dict]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    return [dict(r) for r in con.execute("select * from events where run = ? order by seq", [run])]
+
+
+@pytest.mark.parametrize("path", list(REAL), ids=lambda p: p.name[:30])
+def test_every_session_imports_with_its_format_detected(path, tmp_path):
+    db = tmp_path / "runs.db"
+    proc = sleuth("import", str(path), "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(proc.stdout)
+    assert res["format"] == REAL[path] and res["skipped"] == 0 and res["new"]
+    evs = events(db, res["run_id"])
+    assert len(evs) == res["events"] > 3
+    assert {e["kind"] for e in evs} <= {"system", "user", "assistant", "tool_call", "tool_result"}
+    assert all(json.loads(e["payload"])["raw"] is not None for e in evs)  # the native record, beside each event
+    calls = [json.loads(e["payload"])["call_id"] for e in evs if e["kind"] == "tool_call"]
+    results = [json.loads(e["payload"])["call_id"] for e in evs if e["kind"] == "tool_result"]
+    assert calls and sorted(calls) == sorted(results)  # every call answered, by id
+    run = json.loads(sleuth("show", res["run_id"], "--db", str(db), "--json").stdout)["run"]
+    assert run["kind"] == "imported"
+
+
+def test_claude_code_usage_counts_each_response_once():
+    lines = [json.loads(x) for x in CLAUDE.read_text().splitlines()]
+    by_response = {}
+    for line in lines:
+        msg = line.get("message")
+        if line.get("type") == "assistant" and isinstance(msg, dict) and msg.get("usage"):
+            by_response.setdefault(msg["id"], msg["usage"])  # the lines of one response repeat its usage
+    assert len(by_response) < sum(1 for x in lines if x.get("type") == "assistant")
+    expected_out = sum(u["output_tokens"] for u in by_response.values())
+    s = read_session(CLAUDE)
+    assert s.tokens()["output"] == expected_out
+    assert s.model == "claude-sonnet-4-20250514" and s.steps[0].t is not None
+    assert [x.tool for x in s.steps if x.kind == "tool_call"][:2] == ["Glob", "Glob"] or s.steps
+
+
+def test_opencode_tool_parts_become_a_call_and_its_result():
+    s = read_session(OPENCODE)
+    assert sum(1 for x in s.steps if x.kind == "tool_call") == 15  # the 15 tool parts of the session
+    assert s.tokens()["input"] > 0 and s.session_id == "ses_39b623ce7ffeILPe9UgDcyGicH"
+
+
+def _as_storage_tree(export: dict, root: Path) -> None:
+    """The same session as opencode < 1.2 stored it: one JSON file per object."""
+    info = export["info"]
+    (root / "session" / info["projectID"]).mkdir(parents=True)
+    (root / "session" / info["projectID"] / f"{info['id']}.json").write_text(json.dumps(info))
+    for m in export["messages"]:
+        mdir = root / "message" / info["id"]
+        mdir.mkdir(parents=True, exist_ok=True)
+        (mdir / f"{m['info']['id']}.json").write_text(json.dumps(m["info"]))
+        pdir = root / "part" / m["info"]["id"]
+        pdir.mkdir(parents=True, exist_ok=True)
+        for p in m["parts"]:
+            (pdir / f"{p['id']}.json").write_text(json.dumps(p))
+
+
+def _as_sqlite(export: dict, db: Path) -> None:
+    """The same session as opencode >= 1.2 stores it: opencode.db, a JSON ``data`` column per row."""
+    con = sqlite3.connect(db)
+    con.execute("create table session (id text primary key, title text, time_created integer, data text)")
+    times = "time_created integer, time_updated integer, data text"
+    con.execute(f"create table message (id text primary key, session_id text, {times})")
+    con.execute(f"create table part (id text primary key, message_id text, session_id text, {times})")
+    info = export["info"]
+    con.execute(
+        "insert into session values (?, ?, ?, ?)",
+        [info["id"], info["title"], info["time"]["created"], json.dumps(info)],
+    )
+    con.execute("insert into session values ('ses_other', 'another session', 0, '{}')")
+    for m in export["messages"]:
+        mi = m["info"]
+        con.execute(
+            "insert into message values (?, ?, ?, ?, ?)",
+            [
+                mi["id"],
+                info["id"],
+                mi["time"]["created"],
+                mi["time"]["created"],
+                json.dumps({k: v for k, v in mi.items() if k != "id"}),
+            ],
+        )
+        for p in m["parts"]:
+            con.execute(
+                "insert into part values (?, ?, ?, ?, ?, ?)",
+                [p["id"], mi["id"], info["id"], mi["time"]["created"], 0, json.dumps(p)],
+            )
+    con.commit()
+    con.close()
+
+
+def _shape(path: Path, session: str | None = None) -> list[tuple]:
+    return [(x.kind, x.tool, x.call_id, x.text) for x in read_session(path, session_id=session).steps]
+
+
+def test_opencode_storage_tree_and_sqlite_db_read_like_the_export(tmp_path):
+    export = json.loads(OPENCODE.read_text())
+    _as_storage_tree(export, tmp_path / "storage")
+    _as_sqlite(export, tmp_path / "opencode.db")
+    assert detect(tmp_path / "storage") == "opencode" and detect(tmp_path / "opencode.db") == "opencode"
+    want = _shape(OPENCODE)
+    assert _shape(tmp_path / "storage") == want
+    assert _shape(tmp_path / "opencode.db", "ses_39b623ce7ffeILPe9UgDcyGicH") == want
+    # a database of two sessions needs to be told which
+    proc = sleuth("import", str(tmp_path / "opencode.db"), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "--session:" in proc.stderr and "2 sessions" in proc.stderr
+    proc = sleuth(
+        "import",
+        str(tmp_path / "opencode.db"),
+        "--session",
+        "ses_39b623ce7ffeILPe9UgDcyGicH",
+        "--db",
+        str(tmp_path / "r.db"),
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_mini_swe_agent_text_actions_become_bash_calls_with_their_output():
+    s = read_session(FIXTURES / "mini-swe-agent" / "calc_fix.traj.json")
+    calls = [x for x in s.steps if x.kind == "tool_call"]
+    assert calls[0].args["command"] == "cat calc.py"
+    outputs = [x for x in s.steps if x.kind == "tool_result"]
+    assert len(outputs) == 3 and "def div" in outputs[0].text and s.model == "gpt-4o-mini"
+    s11 = read_session(FIXTURES / "mini-swe-agent" / "count_files.traj.json")
+    assert s11.tokens() == {"input": 812 + 870, "output": 24 + 11, "cache_read": 0}
+
+
+def test_a_broken_line_is_named_and_skip_bad_imports_the_rest(tmp_path):
+    lines = CLAUDE.read_text().splitlines()
+    lines[2] = lines[2][:40]  # cut mid-object
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "r.db"
+    proc = sleuth("import", str(broken), "--format", "claude-code", "--db", str(db))
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: broken.jsonl:3: invalid JSON")
+    assert not db.exists() or sleuth("runs", "--json", "--db", str(db)).stdout.strip() == "[]"
+    proc = sleuth("import", str(broken), "--format", "claude-code", "--skip-bad", "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["skipped"] == 1 and res["problems"][0].startswith("broken.jsonl:3:") and res["events"] > 20
+
+
+def test_a_bad_field_is_named(tmp_path):
+    doc = json.loads(SEED.read_text())
+    doc["messages"][2]["role"] = "robot"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    proc = sleuth("import", str(bad), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2
+    assert "bad.json: messages[2]: role 'robot' is not system, user, assistant or tool" in proc.stderr
+    proc = sleuth("import", str(bad), "--format", "pdf", "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "--format: unknown format 'pdf'" in proc.stderr
+    proc = sleuth("import", str(tmp_path / "nope.json"), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "nope.json: no such file" in proc.stderr
+
+
+def test_importing_twice_is_one_run(tmp_path):
+    db = tmp_path / "r.db"
+    first = json.loads(sleuth("import", str(CLAUDE), "--db", str(db), "--json").stdout)
+    again = json.loads(sleuth("import", str(CLAUDE), "--db", str(db), "--json").stdout)
+    assert again["run_id"] == first["run_id"] and not again["new"]
+    assert len(events(db, first["run_id"])) == first["events"]
+
+
+def test_openai_messages_go_out_as_they_came_in(tmp_path):
+    db = tmp_path / "r.db"
+    run = json.loads(sleuth("import", str(SEED), "--db", str(db), "--json").stdout)["run_id"]
+    proc = sleuth("export", run, "--format", "openai-messages", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    original = json.loads(SEED.read_text())["messages"]
+
+    def norm(msgs):
+        return [
+            (
+                m["role"],
+                m.get("content") or "",
+                [
+                    (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                    for c in m.get("tool_calls", [])
+                ],
+                m.get("tool_call_id"),
+            )
+            for m in msgs
+        ]
+
+    assert norm(out) == norm(original)
+
+
+def test_atif_export_of_an_imported_session(tmp_path):
+    db = tmp_path / "r.db"
+    run = json.loads(sleuth("import", str(OPENCODE), "--db", str(db), "--json").stdout)
+    path = tmp_path / "t.json"
+    assert sleuth("export", run["run_id"], "--format", "atif", "--out", str(path), "--db", str(db)).returncode == 0
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == "ATIF-v1.4" and doc["agent"]["name"] == "opencode"
+    assert [s["step_id"] for s in doc["steps"]] == list(range(1, len(doc["steps"]) + 1))
+    assert {s["source"] for s in doc["steps"]} <= {"system", "user", "agent"}
+    calls = [c for s in doc["steps"] for c in s.get("tool_calls", [])]
+    results = [r for s in doc["steps"] for r in s.get("observation", {}).get("results", [])]
+    assert len(calls) == 15 and {r["source_call_id"] for r in results} == {c["tool_call_id"] for c in calls}
+    assert doc["final_metrics"]["total_prompt_tokens"] == run["tokens"]["input"]
+    assert doc["final_metrics"]["total_completion_tokens"] == run["tokens"]["output"]
