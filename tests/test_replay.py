@@ -141,3 +141,19 @@ def test_another_policy_against_the_recorded_world(tmp_path):
     assert runs[live["new_run"]]["status"] == "awaiting_approval"
     verdict = json.loads(sleuth("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
     assert {h["category"] for h in verdict["hypotheses"]} >= {"history", "uncommitted"}
+
+
+def test_a_hunt_exports_as_openai_messages_and_atif(recorded, tmp_path):
+    db, run = recorded
+    proc = sleuth("export", run, "--format", "openai-messages", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    msgs = json.loads(proc.stdout)
+    calls = [c for m in msgs for c in m.get("tool_calls", [])]
+    answered = {m["tool_call_id"] for m in msgs if m["role"] == "tool"}
+    assert {c["function"]["name"] for c in calls} >= {"measure", "git_show_stat", "git_land_revert"}
+    assert {c["id"] for c in calls} == answered  # every observation answered
+    assert any("[hypothesis]" in (m["content"] or "") for m in msgs)
+    proc = sleuth("export", run, "--format", "atif", "--db", str(db))
+    doc = json.loads(proc.stdout)
+    assert doc["schema_version"] == "ATIF-v1.4" and doc["agent"]["name"] == "perf-sleuth"
+    assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == len(calls)
