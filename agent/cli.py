@@ -114,8 +114,13 @@ def bench(
 
 
 def _load_plugins() -> None:
+    """A plugin is a Typer app (a command group, `sleuth lab ...`) or a function (one command)."""
     for ep in importlib.metadata.entry_points(group="perf_sleuth.cli"):
-        app.add_typer(ep.load(), name=ep.name)
+        obj = ep.load()
+        if isinstance(obj, typer.Typer):
+            app.add_typer(obj, name=ep.name)
+        else:
+            app.command(ep.name)(obj)
 
 
 def main() -> None:

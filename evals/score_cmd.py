@@ -1,0 +1,52 @@
+"""``sleuth score RUN --root-cause REF [--kind commit]`` (plugged in through ``perf_sleuth.cli``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evals.score import first_named
+from transcripts.store import Store, default_path
+
+def score(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    root_cause: Annotated[str, typer.Option("--root-cause", help="the SHA, path, env var or flag")],
+    kind: Annotated[str, typer.Option(help="commit, uncommitted, env or config")] = "commit",
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
+) -> None:
+    """When did the run first name the root cause, and what came before?"""
+    path = db or default_path()
+    if kind not in ("commit", "uncommitted", "env", "config"):
+        _bad(f"--kind: unknown kind '{kind}' (commit, uncommitted, env, config)")
+    if kind == "commit" and len(root_cause) < 7:
+        _bad("--root-cause: a commit needs at least 7 hex digits")
+    if not path.exists():
+        _bad(f"--db: {path}: no run store here")
+    store = Store(path)
+    try:
+        if store.run(run_id) is None:
+            _bad(f"RUN: no run '{run_id}' in {path}")
+        res = first_named(run_id, store.events(run_id), root_cause, kind)
+    finally:
+        store.close()
+    if json_out:
+        sys.stdout.write(res.model_dump_json(indent=2) + "\n")
+    elif res.named:
+        t = f", {res.seconds_from_start:.0f} s in" if res.seconds_from_start is not None else ""
+        print(
+            f"{run_id}: named {root_cause} at event #{res.seq} ({res.events_before} events and "
+            f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
+        )
+    else:
+        print(f"{run_id}: never named {root_cause} ({res.events_total} events, {res.tool_calls_total} tool calls)")
+    if not res.named:
+        raise typer.Exit(1)
+
+
+def _bad(message: str) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(2)

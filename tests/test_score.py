@@ -1,0 +1,58 @@
+"""`sleuth score RUN --root-cause REF`: when a session not ours first named the root cause."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from evals.score import first_named, pattern
+from tests.conftest import sleuth_exe
+
+SEED = Path(__file__).parents[1] / "transcripts" / "examples" / "seed_session.json"
+
+
+def sleuth(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_reconstructed_seed_session_names_the_pcg_commit_after_its_git_log(tmp_path):
+    db = tmp_path / "r.db"
+    run = json.loads(sleuth("import", str(SEED), "--db", str(db), "--json").stdout)["run_id"]
+    proc = sleuth("score", run, "--root-cause", "0be30d4b0d5468daf4ea34b01df1e142463a08aa", "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    # the git log output (a tool result) lists 0be30d4 first; the agent names it in its next message
+    assert res["named"] and res["tool_calls_before"] == 7 and res["tool_calls_total"] == 8
+    assert "Fix PCG MoE Error" in res["excerpt"]
+    proc = sleuth("score", run, "--root-cause", "NCCL_ALGO", "--kind", "env", "--db", str(db), "--json")
+    assert json.loads(proc.stdout)["tool_calls_before"] == 1  # the NCCL hypothesis came first
+
+
+def test_a_root_cause_never_named_exits_1_and_bad_input_exits_2(tmp_path):
+    db = tmp_path / "r.db"
+    run = json.loads(sleuth("import", str(SEED), "--db", str(db), "--json").stdout)["run_id"]
+    proc = sleuth("score", run, "--root-cause", "deadbeefcafe", "--db", str(db))
+    assert proc.returncode == 1 and "never named deadbeefcafe" in proc.stdout
+    proc = sleuth("score", run, "--root-cause", "abc", "--db", str(db))
+    assert proc.returncode == 2 and "--root-cause: a commit needs at least 7 hex digits" in proc.stderr
+    proc = sleuth("score", "nope", "--root-cause", "deadbeefcafe", "--db", str(db))
+    assert proc.returncode == 2 and "RUN: no run 'nope'" in proc.stderr
+
+
+def test_a_commit_is_named_by_any_prefix_of_seven_or_more_but_not_inside_a_longer_hex():
+    p = pattern("0be30d4b0d5468daf4ea34b01df1e142463a08aa", "commit")
+    assert p.search("git show 0be30d4 --stat") and p.search("revert 0be30d4b0d5468")
+    assert not p.search("a0be30d4") and not p.search("0be30d")
+    events = [
+        {"seq": 1, "t": 10.0, "kind": "tool_result", "text": "0be30d4 Fix PCG MoE Error", "payload": "{}"},
+        {
+            "seq": 2,
+            "t": 12.5,
+            "kind": "tool_call",
+            "text": "bash",
+            "payload": json.dumps({"args": {"cmd": "git show 0be30d4"}}),
+        },
+    ]
+    res = first_named("r", events, "0be30d4b0d5468daf4ea34b01df1e142463a08aa")
+    assert res.seq == 2 and res.seconds_from_start == 2.5 and res.tool_calls_before == 0
