@@ -11,6 +11,7 @@ import typer
 from evals.score import first_named
 from transcripts.store import Store, default_path
 
+
 def score(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     root_cause: Annotated[str, typer.Option("--root-cause", help="the SHA, path, env var or flag")],
