@@ -40,14 +40,15 @@ def print_json(payload: object) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
-def progress() -> Progress:
+def progress(transient: bool = True, disable: bool = False) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        transient=True,
+        transient=transient,
+        disable=disable,
     )
 
 

@@ -74,8 +74,7 @@ def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b:
         if cmp.verdict != "unknown":
             break
         n *= 2
-        a = rt.measure(hunt, label_a, a.ref, a.env, a.launch, samples=n)
-        b = rt.measure(hunt, label_b, b.ref, b.env, b.launch, samples=n)
+        a, b = rt.measure_pair(hunt, a, b, n)  # the extra samples interleaved: load hits both alike
         cmp = compare(a.samples, b.samples, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False)
     return cmp, a, b
 
@@ -315,14 +314,17 @@ def _test_uncommitted(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     if cmp.verdict == "different" and _better(hunt, head, now):
         _verdict(group, "supported", text, [head.id, now.id])
         if len(group) > 1:
-            _localize_patch(hunt, rt, group, head)
+            _localize_patch(hunt, rt, group, head, now)
     else:
         _verdict(group, "refuted", text, [head.id, now.id])
 
 
-def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Measured) -> None:
+def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Measured, now: Measured) -> None:
     """Halve the changed files: HEAD plus half of them (a snapshot commit) vs HEAD, until one is left.
+    A half reproduces the slowdown only if it is measurably slower than HEAD *and* carries at
+    least half of the whole working tree's drop: a 2 % wobble is not the 24 % being hunted.
     Files on a path the server does not execute go last, so they are tested last."""
+    full = now.median - head.median
     suspects = sorted(group, key=lambda x: "not on the executed path" in x.reason)
     while len(suspects) > 1:
         half = suspects[: len(suspects) // 2]
@@ -331,7 +333,8 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
         m = rt.measure(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
         cmp, head, m = ab(hunt, rt, head, m, "HEAD", m.label)
         numbers = _fmt(cmp, head, m, hunt.target.metric)
-        if cmp.verdict == "different" and _better(hunt, head, m):
+        share = (m.median - head.median) / full if full else 0.0
+        if cmp.verdict == "different" and _better(hunt, head, m) and share >= 0.5:
             cleared, suspects = rest, half
             why = f"localization: HEAD plus only [{', '.join(paths)}] already reproduces the slowdown ({numbers})"
         else:
@@ -372,6 +375,16 @@ def _test_config(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
 def localize(hunt: Hunt, rt: Runtime) -> None:
     """Name the culprit of the first supported hypothesis (by category priority)."""
     sup = [h for h in hunt.hypotheses if h.status == "supported"]
+    history = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "refuted"), None)
+    if not sup and history is not None:
+        # The known-good ref measures like HEAD here: whatever the alert saw is not in the code,
+        # the environment the launch sees, the patches or the flags.
+        hunt.root_kind, hunt.status = "none", "concluded"
+        hunt.root_summary = (
+            f"no regression between the known-good ref and now on this machine ({history.reason}); "
+            "every hypothesis refuted. If the alert is real, look outside the repo: packages, driver, machine"
+        )
+        return
     if not sup:
         hunt.status = "inconclusive"
         hunt.root_summary = "every hypothesis was refuted; the regression is real but unexplained"
@@ -430,9 +443,32 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
 
 
 def confirm(hunt: Hunt, rt: Runtime) -> bool:
-    """A/B: HEAD vs HEAD with the culprit reverted. Returns whether the revert recovers."""
+    """A/B: HEAD vs HEAD with each bisected culprit reverted. A culprit whose revert recovers
+    nothing is dropped (with several culprits, one can be noise); the first one kept is the root
+    cause. Returns whether any culprit survived."""
     if hunt.root_kind != "commit":
         return True  # env / patch / config / hardware verdicts come from their own A/B already
+    kept: list[tuple[str, dict]] = []
+    for sha in list(dict.fromkeys(hunt.culprits or [hunt.root_ref or ""])):
+        hunt.root_ref = sha
+        if _confirm_one(hunt, rt):
+            kept.append((sha, hunt.confirmation))
+        elif len(hunt.culprits) > 1:
+            rt.say(hunt, "confirm", f"{sha[:10]} dropped: its revert recovers nothing")
+    if not kept:
+        return False
+    first = hunt.culprits[0] if hunt.culprits else kept[0][0]
+    hunt.culprits = [sha for sha, _ in kept]
+    hunt.root_ref, hunt.confirmation = kept[0]
+    if hunt.root_ref != first:
+        show = rt.tool("git_show_stat", {"ref": hunt.root_ref}, hunt=hunt)
+        subject = show.result["commit"]["subject"] if show.ok else ""
+        hunt.root_summary = f'{hunt.root_ref[:10]} "{subject}"'
+    return True
+
+
+def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
+    """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts, vs its parent)."""
     plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
     # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
     n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))

@@ -244,14 +244,44 @@ class Runtime:
 
         args = {"ref": sha, "launch": state.launch, "samples": n} | ({"env": state.env} if state.env else {})
         got = self.observe(hunt, "measure", args, live)
+        return self._measured(hunt, label, sha, env or {}, state.launch, got)
+
+    def _state(self, hunt: Hunt, m: Measured) -> State:
+        """The measured state of ``m`` as the measurer keys it."""
+        return State(label=m.label, ref=m.ref, launch=m.launch, env=m.env if hunt.target.command else {})
+
+    def measure_pair(self, hunt: Hunt, a: Measured, b: Measured, samples: int) -> tuple[Measured, Measured]:
+        """More samples of two measured states, taken interleaved (see ``Measurer.measure_pair``)."""
+        self.check_wall(hunt)
+        sa, sb = self._state(hunt, a), self._state(hunt, b)
+        self.say(hunt, "probe", f"measuring {a.label} and {b.label} interleaved ({samples} samples each)")
+
+        def live() -> dict:
+            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples)
+            return {
+                "a": {"samples": ma.samples, "verify_ms": ma.verify_ms},
+                "b": {"samples": mb.samples, "verify_ms": mb.verify_ms},
+            }
+
+        def side(st: State) -> dict:
+            return {"ref": st.ref, "launch": st.launch} | ({"env": st.env} if st.env else {})
+
+        got = self.observe(hunt, "measure_pair", {"a": side(sa), "b": side(sb), "samples": samples}, live)
+        return (
+            self._measured(hunt, a.label, a.ref, a.env, a.launch, got["a"]),
+            self._measured(hunt, b.label, b.ref, b.env, b.launch, got["b"]),
+        )
+
+    def _measured(self, hunt: Hunt, label: str, sha: str, env: dict, launch: str, got: dict) -> Measured:
+        """A measurement's samples as the next entry of the hunt's measurements (stored, said)."""
         s = summarize(got["samples"])
         verify = got["verify_ms"]
         out = Measured(
             id=f"m{len(hunt.measurements) + 1}",
             label=label,
             ref=sha,
-            env=env or {},
-            launch=state.launch,
+            env=env,
+            launch=launch,
             samples=got["samples"],
             median=s.median,
             ci_low=s.ci_low,

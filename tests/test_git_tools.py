@@ -3,30 +3,13 @@ user's checkout, index, stash and refs exactly as they were."""
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from evals.fingerprint import fingerprint
 from tools.git import CliGit, GitError, LocalGit
-
-
-def fingerprint(repo: Path) -> dict:
-    """Everything a user could lose: every working-tree byte, the index, refs, stash, HEAD."""
-    files = {}
-    for p in sorted(repo.rglob("*")):
-        if p.is_file() and ".git" not in p.relative_to(repo).parts:
-            files[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    git = repo / ".git"
-    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref"], capture_output=True, text=True).stdout
-    return {
-        "files": files,
-        "index": hashlib.sha256((git / "index").read_bytes()).hexdigest(),
-        "refs": refs,
-        "HEAD": (git / "HEAD").read_text(),
-        "stash": (git / "refs" / "stash").exists(),
-    }
 
 
 @pytest.fixture

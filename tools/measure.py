@@ -226,6 +226,20 @@ class Measurer:
                 n = min(2 * n, max_samples)
         return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
+    def measure_pair(self, a: State, b: State, workload: Workload, samples: int) -> tuple[Measurement, Measurement]:
+        """Top both states up to ``samples`` each, interleaved A B A B on one warm server each, so
+        a neighbour's load falls on both sides alike instead of on whichever ran second."""
+        if a.label == b.label:
+            b = b.model_copy(update={"label": b.label + "-b"})
+        ea, tree_a = self._entry(a, workload)
+        eb, tree_b = self._entry(b, workload)
+        need_a, need_b = max(0, samples - len(ea["samples"])), max(0, samples - len(eb["samples"]))
+        if need_a or need_b:
+            with ExitStack() as warm:
+                self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, False, None, warm, {})
+            self.cache.save()
+        return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
+
     def _interleave(
         self,
         sides: list[tuple[State, dict, int]],

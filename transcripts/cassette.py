@@ -106,6 +106,10 @@ class Cassette:
         args = self._key_args(args)
         self.calls.append((-1, name, args, Answer(result, None)))
         self._pool_add(name, args, result)
+        if name == "measure_pair":
+            for side in ("a", "b"):
+                key = _state(args[side])
+                self.handed[key] = max(self.handed.get(key, 0), len(result[side]["samples"]))
         if name in ("measure", "probe"):
             n = len(result["samples"]) if name == "measure" else args["start"] + args["n"]
             key = _state(args)
@@ -114,6 +118,10 @@ class Cassette:
     def _pool_add(self, name: str, args: dict, result: Any) -> None:
         """Both are views of a state's sample cache: measure returns all of it, probe the slice
         [start, start + n). The pool is that cache as far as the recording saw it."""
+        if name == "measure_pair":
+            for side in ("a", "b"):
+                self._pool_add("measure", {**args[side], "samples": args["samples"]}, result[side])
+            return
         if name not in ("measure", "probe"):
             return
         key = _state(args)
@@ -164,6 +172,14 @@ class Cassette:
                 return None
             self.handed[key] = n
             return Answer({"samples": have[:n], "verify_ms": self.verify.get(key, [])[:n]}, None)
+        if name == "measure_pair":
+            sides = {}
+            for side in ("a", "b"):
+                got = self._from_world("measure", {**args[side], "samples": args["samples"]})
+                if got is None:
+                    return None
+                sides[side] = got.result
+            return Answer(sides, None)
         if name == "probe":
             key = _state(args)
             have, start = self.pool.get(key, []), args["start"]

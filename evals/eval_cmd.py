@@ -1,0 +1,132 @@
+"""``sleuth eval PATH... [--policy P] [--repeats K] [--workers N] [--json] [--report FILE.md]``,
+``sleuth eval --compare SET_A SET_B``, ``sleuth eval --rescore SET`` (plugged in through
+``perf_sleuth.cli``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli import progress
+from evals import report
+from evals.runner import find_specs, rescore, run_set, set_rows
+from transcripts.store import Store, default_path
+
+
+def _bad(message: str) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(2)
+
+
+def _set(store: Store, set_id: str) -> dict:
+    if "eval_sets" not in store.db.table_names():
+        _bad(f"SET: no evaluation sets in {store.path}")
+    rows = list(store.db["eval_sets"].rows_where("id = ?", [set_id]))
+    if not rows:
+        _bad(f"SET: no evaluation set '{set_id}' in {store.path}")
+    return rows[0]
+
+
+def eval_cmd(
+    paths: Annotated[list[str] | None, typer.Argument(help="spec files or folders of them")] = None,
+    policy: Annotated[str, typer.Option(help="methodical, bisect-only (llm with its issue)")] = "methodical",
+    model: Annotated[str | None, typer.Option(help="the model, for an LLM policy")] = None,
+    repeats: Annotated[int, typer.Option(min=1)] = 1,
+    workers: Annotated[int, typer.Option(min=1)] = 1,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    report_path: Annotated[Path | None, typer.Option("--report", help="Markdown report (PNG plots beside it)")] = None,
+    compare: Annotated[tuple[str, str] | None, typer.Option(help="two set ids, side by side")] = None,
+    rescore_set: Annotated[str | None, typer.Option("--rescore", help="score a stored set again")] = None,
+    resume: Annotated[str | None, typer.Option(help="continue an interrupted set (runs only what is missing)")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
+) -> None:
+    """Run scenario suites with a policy, score every run against its truth, report."""
+    from agent.policy import POLICIES
+
+    store = Store(db or default_path())
+    try:
+        if compare:
+            a, b = _set(store, compare[0]), _set(store, compare[1])
+            print(report.compare(a, set_rows(store, a["id"]), b, set_rows(store, b["id"])))
+            return
+        if rescore_set:
+            s = _set(store, rescore_set)
+            scores = rescore(store, s["id"])
+            agg = report.aggregate(set_rows(store, s["id"]))
+            if json_out:
+                print(
+                    json.dumps(
+                        {"set": s["id"], "aggregate": agg, "scores": [x.model_dump() if x else None for x in scores]},
+                        indent=2,
+                    )
+                )
+            else:
+                print(f"rescored {len(scores)} runs of {s['id']}: exact {agg['exact'] * 100:.0f} %")
+            if report_path:
+                report.markdown(_set(store, s["id"]), set_rows(store, s["id"]), report_path)
+            return
+        if policy not in POLICIES:
+            _bad(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICIES)})")
+        if not paths and not resume:
+            _bad("PATH: give spec files or folders (or --compare / --rescore / --resume)")
+        if resume:
+            s = _set(store, resume)
+            specs = [Path(x) for x in json.loads(s["specs"])]
+            policy, model, repeats = s["policy"], s.get("model"), s["repeats"]
+        else:
+            try:
+                specs = find_specs(paths or [])
+            except FileNotFoundError as exc:
+                _bad(f"PATH: {exc}")
+            if not specs:
+                _bad(f"PATH: no .toml specs in {' '.join(paths or [])}")
+        from evals.lab.spec import SpecError, load_spec
+
+        for spec in specs:
+            try:
+                load_spec(spec)
+            except SpecError as exc:
+                _bad(str(exc))
+        total = len(specs) * repeats
+        with progress(transient=False, disable=json_out) as bar:
+            task = bar.add_task(f"eval ({policy})", total=total)
+
+            def done(got: dict, sc) -> None:
+                mark = "exact" if sc and sc.exact else ("crashed: " + str(got.get("error"))[:80]) if not sc else "wrong"
+                bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
+                bar.advance(task)
+
+            set_id, _rows = run_set(specs, store, policy, model, repeats, workers, on_done=done, set_id=resume)
+        rows = set_rows(store, set_id)
+        agg = report.aggregate(rows)
+        s = _set(store, set_id)
+        if report_path:
+            report.markdown(s, rows, report_path)
+        if json_out:
+            print(
+                json.dumps(
+                    {
+                        "set": set_id,
+                        "aggregate": agg,
+                        "wall_s": s.get("wall_s"),
+                        "rows": [
+                            json.loads(r["score"]) if r["score"] else {"scenario": r["scenario"], "error": r["error"]}
+                            for r in rows
+                        ],
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            print(
+                f"set {set_id}: exact {agg['exact'] * 100:.0f} % of {agg['runs']} runs, "
+                f"mean probes {agg['mean_probes']:.1f}"
+                + (f" ({agg['mean_probes_over_bound']:.2f} x bound)" if agg["mean_probes_over_bound"] else "")
+                + f", {s.get('wall_s', 0):.0f} s"
+            )
+    finally:
+        store.close()

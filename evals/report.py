@@ -1,0 +1,146 @@
+"""The Markdown report of an evaluation set, with its PNG plots (accuracy per kind; probes against
+the bisection bound), and the side-by-side comparison of two sets."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _scores(rows: list[dict]) -> list[dict]:
+    return [json.loads(r["score"]) for r in rows if r.get("score")]
+
+
+def aggregate(rows: list[dict]) -> dict:
+    scores = _scores(rows)
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for s in scores:
+        by_kind[s["truth_kind"]].append(s)
+    ratios = [s["probes_over_bound"] for s in scores if s.get("probes_over_bound") is not None]
+    return {
+        "runs": len(rows),
+        "scored": len(scores),
+        "crashed": sum(1 for r in rows if r.get("error")),
+        "exact": sum(s["exact"] for s in scores) / len(scores) if scores else 0.0,
+        "graded": sum(s["graded"] for s in scores) / len(scores) if scores else 0.0,
+        "per_kind": {k: sum(s["exact"] for s in v) / len(v) for k, v in sorted(by_kind.items())},
+        "mean_probes": sum(s["probes"] for s in scores) / len(scores) if scores else 0.0,
+        "mean_probes_over_bound": sum(ratios) / len(ratios) if ratios else None,
+        "mean_wall_s": sum(s["wall_s"] for s in scores) / len(scores) if scores else 0.0,
+        "repo_intact": all(s["repo_intact"] for s in scores),
+        "gate_held": all(s["approval_before_mutation"] for s in scores),
+        "wrongly_supported": sum(len(s["wrongly_supported"]) for s in scores),
+    }
+
+
+def plots(rows: list[dict], out_dir: Path, stem: str) -> list[Path]:
+    scores = _scores(rows)
+    agg = aggregate(rows)
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    kinds = list(agg["per_kind"])
+    ax.bar(kinds, [agg["per_kind"][k] * 100 for k in kinds], color="#4c78a8")
+    ax.set_ylabel("exact (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("accuracy per root-cause kind")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    p = out_dir / f"{stem}-accuracy.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for s in scores:
+        ax.scatter(s["bound"], s["probes"], color="#54a24b" if s["exact"] else "#e45756")
+    top = max([s["bound"] for s in scores] + [1]) + 1
+    ax.plot([0, top], [0, top], "k--", lw=0.8, label="probes = bound")
+    ax.plot([0, top], [0, 1.5 * top], "k:", lw=0.8, label="1.5 x bound")
+    ax.set_xlabel("ceil(log2(N+1))")
+    ax.set_ylabel("probes")
+    ax.set_title("probes vs the bisection bound (green: exact)")
+    ax.legend()
+    fig.tight_layout()
+    p = out_dir / f"{stem}-probes.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    return paths
+
+
+def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
+    agg = aggregate(rows)
+    imgs = plots(rows, out.parent, out.stem)
+    lines = [
+        f"# Evaluation {set_row['id']}",
+        "",
+        f"policy **{set_row.get('policy')}**"
+        + (f", model {set_row['model']}" if set_row.get("model") else "")
+        + f"; {agg['runs']} runs ({agg['crashed']} crashed), {set_row.get('workers')} workers, "
+        + f"{(set_row.get('wall_s') or 0):.0f} s wall",
+        "",
+        f"- exact: **{agg['exact'] * 100:.0f} %**, graded {agg['graded'] * 100:.0f} %",
+        f"- mean probes {agg['mean_probes']:.1f}"
+        + (
+            f", {agg['mean_probes_over_bound']:.2f} x the bound ceil(log2(N+1))"
+            if agg["mean_probes_over_bound"] is not None
+            else ""
+        ),
+        f"- repository left intact in every run: {agg['repo_intact']}; "
+        f"approval before every mutation: {agg['gate_held']}",
+        f"- red herrings wrongly supported: {agg['wrongly_supported']}",
+        "",
+        "| kind | exact |",
+        "| --- | ---: |",
+        *[f"| {k} | {v * 100:.0f} % |" for k, v in agg["per_kind"].items()],
+        "",
+        "| scenario | truth | named | exact | graded | probes | bound | samples | tool calls | wall s | status |",
+        "| --- | --- | --- | :---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in sorted(rows, key=lambda r: (r.get("scenario") or "", r["repeat"])):
+        if not r.get("score"):
+            lines.append(f"| {r.get('scenario')} | - | - | - | - | - | - | - | - | - | crashed: {r.get('error')} |")
+            continue
+        s = json.loads(r["score"])
+        named = ", ".join(n[:10] for n in s["named"]) or s["got_kind"] or "-"
+        truth = s["truth_kind"] + ": " + (", ".join(t[:10] for t in s["truth_refs"]) or "-")
+        lines.append(
+            f"| {s['scenario']} | {truth} | {named} | {'yes' if s['exact'] else 'no'} | {s['graded']:.2f} | "
+            f"{s['probes']} | {s['bound']} | {s['samples']} | {s['tool_calls']} | {s['wall_s']:.0f} | {s['status']} |"
+        )
+    lines += ["", *[f"![{p.stem}]({p.name})" for p in imgs], ""]
+    text = "\n".join(lines)
+    out.write_text(text)
+    return text
+
+
+def compare(a_row: dict, a: list[dict], b_row: dict, b: list[dict]) -> str:
+    ga, gb = aggregate(a), aggregate(b)
+    sa = {json.loads(r["score"])["scenario"]: json.loads(r["score"]) for r in a if r.get("score")}
+    sb = {json.loads(r["score"])["scenario"]: json.loads(r["score"]) for r in b if r.get("score")}
+    name_a = f"{a_row['id']} ({a_row.get('policy')}{'/' + a_row['model'] if a_row.get('model') else ''})"
+    name_b = f"{b_row['id']} ({b_row.get('policy')}{'/' + b_row['model'] if b_row.get('model') else ''})"
+    lines = [
+        f"| | A: {name_a} | B: {name_b} |",
+        "| --- | ---: | ---: |",
+        f"| exact | {ga['exact'] * 100:.0f} % | {gb['exact'] * 100:.0f} % |",
+        f"| graded | {ga['graded'] * 100:.0f} % | {gb['graded'] * 100:.0f} % |",
+        f"| mean probes | {ga['mean_probes']:.1f} | {gb['mean_probes']:.1f} |",
+        f"| mean wall s | {ga['mean_wall_s']:.0f} | {gb['mean_wall_s']:.0f} |",
+        "",
+        "| scenario | A exact | B exact | A probes | B probes |",
+        "| --- | :---: | :---: | ---: | ---: |",
+    ]
+    for name in sorted(set(sa) | set(sb)):
+        x, y = sa.get(name), sb.get(name)
+        lines.append(
+            f"| {name} | {'yes' if x and x['exact'] else 'no' if x else '-'} | "
+            f"{'yes' if y and y['exact'] else 'no' if y else '-'} | "
+            f"{x['probes'] if x else '-'} | {y['probes'] if y else '-'} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""Scoring a run against its scenario's truth (evals' judge; the agent never sees truth.json).
+
+Exact: the kind is right and the named culprits are exactly the true ones. Graded, where the truth
+has several parts: each true culprit named counts 1/n, each wrong extra costs 1/n (floored at 0),
+as in exact/subset matching of fault-injection benchmarks. Beside correctness: cost (probes and
+their ratio to the bisection bound ceil(log2(N+1)), samples, tool calls, wall time, LLM tokens),
+the ledger (supported / refuted, and any red herring wrongly called supported), the action, the
+approval gate (no mutating tool before an approval), and the user's repository left intact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from pydantic import BaseModel
+
+MUTATING = {"git_land_revert"}
+ACTION_FOR = {"commit": "revert", "env": "unset", "uncommitted": "restore", "config": "restore"}
+
+
+class Score(BaseModel):
+    scenario: str
+    truth_kind: str
+    got_kind: str | None
+    status: str
+    kind_right: bool
+    exact: bool
+    graded: float
+    truth_refs: list[str]
+    named: list[str]
+    extra: list[str]
+    probes: int
+    candidates: int  # changes the hunt could have blamed (commits in range + patches + env vars)
+    bound: int  # ceil(log2(candidates + 1))
+    probes_over_bound: float | None
+    samples: int
+    tool_calls: int
+    wall_s: float
+    llm_tokens: int
+    supported: int
+    refuted: int
+    wrongly_supported: list[str]  # red herrings the ledger called supported
+    action_right: bool
+    approval_before_mutation: bool
+    repo_intact: bool
+    error: str | None = None
+
+
+def _payload(e: dict) -> dict:
+    p = e.get("payload")
+    p = json.loads(p) if isinstance(p, str) else p
+    return p if isinstance(p, dict) else {}
+
+
+def named_refs(verdict: dict) -> list[str]:
+    rc = verdict.get("root_cause") or {}
+    if rc.get("kind") == "commit":
+        return list(dict.fromkeys(verdict.get("culprits") or [rc.get("ref")]))
+    if rc.get("kind") in (None, "none") or not rc.get("ref"):
+        return []
+    return [r.strip() for r in rc["ref"].split(",") if r.strip()]
+
+
+def _matches(named: str, truth: str) -> bool:
+    if len(named) >= 7 and all(c in "0123456789abcdef" for c in named.lower()):
+        return truth.lower().startswith(named.lower()) or named.lower().startswith(truth.lower())
+    return named == truth
+
+
+def score(
+    verdict: dict,
+    truth: dict,
+    events: list[dict],
+    candidates: int,
+    samples: int,
+    wall_s: float,
+    repo_intact: bool,
+) -> Score:
+    truth_refs = [c["ref"] for c in truth.get("root_causes", [])]
+    rc = verdict.get("root_cause") or {}
+    got_kind = rc.get("kind")
+    named = named_refs(verdict)
+    right = [t for t in truth_refs if any(_matches(n, t) for n in named)]
+    extra = [n for n in named if not any(_matches(n, t) for t in truth_refs)]
+    if truth["kind"] == "none":
+        kind_right = got_kind == "none"
+        exact = kind_right and not named
+        graded = 1.0 if exact else 0.0
+    else:
+        kinds = {c["kind"] for c in truth["root_causes"]}
+        kind_right = got_kind in kinds
+        exact = kind_right and len(right) == len(truth_refs) and not extra
+        n = len(truth_refs)
+        graded = max(0.0, (len(right) - len(extra)) / n) if kind_right else 0.0
+    bound = math.ceil(math.log2(candidates + 1)) if candidates > 0 else 1
+    probes = int(verdict.get("probes") or 0)
+    hyps = verdict.get("hypotheses") or []
+    herrings = {h["ref"] for h in truth.get("red_herrings", [])}
+    wrongly = []
+    for h in hyps:
+        if h.get("status") == "supported" and h.get("category") != "history":
+            subject = h.get("statement", "")
+            wrongly += [r for r in herrings if r and r in subject and r not in truth_refs]
+    action = verdict.get("proposed_action") or {}
+    if truth["kind"] == "none":
+        action_right = not action or action.get("kind") == "none"
+    elif truth["kind"] == "hardware":
+        action_right = action.get("kind") == "investigate"
+    else:
+        want = {ACTION_FOR.get(c["kind"]) for c in truth["root_causes"]}
+        action_right = action.get("kind") in want and any(_matches(str(action.get("ref") or ""), t) for t in truth_refs)
+    approved = False
+    gate = True
+    calls = 0
+    tokens = 0
+    for e in events:
+        p = _payload(e)
+        if e["kind"] == "approval" and p.get("approved"):
+            approved = True
+        if e["kind"] == "tool_call":
+            calls += 1
+            if p.get("name") in MUTATING and not approved:
+                gate = False
+        usage = p.get("usage")
+        if isinstance(usage, dict):
+            tokens += int(usage.get("input", 0) or 0) + int(usage.get("output", 0) or 0)
+    return Score(
+        scenario=truth.get("scenario", ""),
+        truth_kind=truth["kind"],
+        got_kind=got_kind,
+        status=verdict.get("status", ""),
+        kind_right=kind_right,
+        exact=exact,
+        graded=round(graded, 3),
+        truth_refs=truth_refs,
+        named=named,
+        extra=extra,
+        probes=probes,
+        candidates=candidates,
+        bound=bound,
+        probes_over_bound=round(probes / bound, 2) if truth["kind"] != "none" else None,
+        samples=samples,
+        tool_calls=calls,
+        wall_s=round(wall_s, 1),
+        llm_tokens=tokens,
+        supported=sum(1 for h in hyps if h.get("status") == "supported"),
+        refuted=sum(1 for h in hyps if h.get("status") == "refuted"),
+        wrongly_supported=sorted(set(wrongly)),
+        action_right=action_right,
+        approval_before_mutation=gate,
+        repo_intact=repo_intact,
+        error=verdict.get("error"),
+    )

@@ -1,0 +1,72 @@
+"""`sleuth eval`: a suite in worker processes, scored, stored as a set; rescored and compared without
+running a probe; a scenario that crashes counts as failed and the set goes on."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import textwrap
+
+from tests.conftest import sleuth_exe
+from tests.test_agent import SMALL
+
+BROKEN = """
+name = "broken"
+[[committed]]
+filler = 2
+[[uncommitted]]
+path = "python/minisglang/layers/moe/topk.py"
+effect = { cost = "moe_topk", add_us = 10 }
+[[uncommitted]]
+path = "python/minisglang/layers/moe/topk.py"
+effect = { cost = "moe_topk", add_us = 20 }
+[[uncommitted]]
+path = "python/minisglang/layers/moe/topk.py"
+effect = { cost = "moe_topk", add_us = 30 }
+[alert]
+good = 89
+bad = 70
+"""
+
+
+def sleuth(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "small.toml").write_text(textwrap.dedent(SMALL))
+    (suite / "broken.toml").write_text(textwrap.dedent(BROKEN))  # valid spec, but it cannot be built
+    db, report = tmp_path / "runs.db", tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    proc = sleuth("eval", str(suite), "--workers", "2", "--db", str(db), "--json", "--report", str(report))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout)
+    rows = {r["scenario"]: r for r in res["rows"]}
+    assert rows["small"]["exact"] and rows["small"]["repo_intact"] and rows["small"]["approval_before_mutation"]
+    assert "error" in rows["broken"] and res["aggregate"]["crashed"] == 1
+    text = report.read_text()
+    assert "| small | commit:" in text and (report.parent / "report-accuracy.png").stat().st_size > 5000
+    run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'small'").fetchone()[0]
+    assert sleuth("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
+
+    other = sleuth("eval", str(suite / "small.toml"), "--policy", "bisect-only", "--db", str(db), "--json")
+    assert other.returncode == 0, other.stderr[-3000:]
+    proc = sleuth("eval", "--compare", res["set"], json.loads(other.stdout)["set"], "--db", str(db))
+    assert proc.returncode == 0 and "methodical" in proc.stdout and "bisect-only" in proc.stdout
+    assert "| small | yes | yes |" in proc.stdout
+
+    proc = sleuth("eval", "--rescore", res["set"], "--db", str(db), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["aggregate"]["exact"] == res["aggregate"]["exact"]
+
+
+def test_eval_bad_input_is_one_line_exit_2(tmp_path):
+    proc = sleuth("eval", str(tmp_path / "nope"), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "PATH:" in proc.stderr and "nope" in proc.stderr
+    (tmp_path / "bad.toml").write_text("name = 'x'\n[alert]\ngood = 1\n")
+    proc = sleuth("eval", str(tmp_path / "bad.toml"), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "bad.toml: alert.bad: required field missing" in proc.stderr
+    proc = sleuth("eval", "--rescore", "set-none", "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and "SET:" in proc.stderr
