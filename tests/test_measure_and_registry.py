@@ -124,3 +124,16 @@ def test_doubling_rounds_reuse_the_warm_servers(lab):
     cmp, ma, mb = m.compare_states(a, b, own, samples=2, max_samples=4)
     assert cmp.verdict == "unknown" and (cmp.n_a, cmp.n_b) == (4, 4)
     assert ma.launches == 1 and mb.launches == 1
+
+
+def test_a_pair_is_topped_up_interleaved_on_one_server_each(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 18}))  # nothing cached for it
+    a = State(label="pair-good", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="pair-head", ref=scen.head_sha, launch=ann["launch_command"])
+    m.measure(a, own, 2)  # a has two already; b has none
+    ma, mb = m.measure_pair(a, b, own, 4)
+    assert len(ma.samples) == 4 and len(mb.samples) == 4
+    assert ma.launches == 2 and mb.launches == 1  # one warm server each for the top-up
+    again_a, again_b = m.measure_pair(a, b, own, 4)
+    assert again_a.samples == ma.samples and again_b.launches == 1  # enough already: nothing run
