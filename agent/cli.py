@@ -124,7 +124,14 @@ def _load_plugins() -> None:
             app.command(ep.name)(obj)
 
 
-def main() -> None:
+_registered = False
+
+
+def register() -> None:
+    """Attach every command to ``app`` (once): ours, then the plugins of the other rooms."""
+    global _registered
+    if _registered:
+        return
     import agent.bisect_cmd
     import agent.hunt_cmd
     import agent.import_cmd
@@ -132,4 +139,9 @@ def main() -> None:
     import agent.runs_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`, `replay`
 
     _load_plugins()
+    _registered = True
+
+
+def main() -> None:
+    register()
     app()

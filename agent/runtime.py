@@ -342,6 +342,8 @@ class Runtime:
                 cv=s.cv,
             )
         )
+        if self.store is not None:
+            self.store.put_measurement(hunt.run_id, hunt.measurements[-1].model_dump(), hunt.target.metric)
 
     def close(self) -> None:
         if "host" in self.__dict__:

@@ -13,6 +13,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
+def _short(ref: str) -> str:
+    """A SHA's first 10 hex digits; a path's file name; anything else as it is."""
+    if len(ref) >= 7 and all(c in "0123456789abcdef" for c in ref):
+        return ref[:10]
+    return ref.rsplit("/", 1)[-1]
+
+
 def _scores(rows: list[dict]) -> list[dict]:
     return [json.loads(r["score"]) for r in rows if r.get("score")]
 
@@ -107,8 +114,8 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
             lines.append(f"| {r.get('scenario')} | - | - | - | - | - | - | - | - | - | crashed: {r.get('error')} |")
             continue
         s = json.loads(r["score"])
-        named = ", ".join(n[:10] for n in s["named"]) or s["got_kind"] or "-"
-        truth = s["truth_kind"] + ": " + (", ".join(t[:10] for t in s["truth_refs"]) or "-")
+        named = ", ".join(_short(n) for n in s["named"]) or s["got_kind"] or "-"
+        truth = s["truth_kind"] + ": " + (", ".join(_short(t) for t in s["truth_refs"]) or "-")
         lines.append(
             f"| {s['scenario']} | {truth} | {named} | {'yes' if s['exact'] else 'no'} | {s['graded']:.2f} | "
             f"{s['probes']} | {s['bound']} | {s['samples']} | {s['tool_calls']} | {s['wall_s']:.0f} | {s['status']} |"

@@ -138,12 +138,22 @@ def _store_run(store: Store, got: dict, set_id: str) -> str | None:
     return run_id
 
 
+def distinct_samples(measurements: list[dict]) -> int:
+    """Samples taken: a state re-measured appears once per measurement with all its samples so
+    far, so count each (ref, label) at its largest."""
+    most: dict[tuple[str, str], int] = {}
+    for m in measurements:
+        key = (m["ref"], m["label"])
+        most[key] = max(most.get(key, 0), len(json.loads(m["samples"])))
+    return sum(most.values())
+
+
 def score_result(got: dict) -> Score | None:
     if "truth" not in got:
         return None
     if "verdict" not in got:  # crashed: a failed run
         got["verdict"] = {"status": "failed", "root_cause": None, "probes": 0, "error": got.get("error")}
-    samples = sum(len(json.loads(m["samples"])) for m in got.get("measurements", []))
+    samples = distinct_samples(got.get("measurements", []))
     return score(
         got["verdict"],
         got["truth"],
@@ -246,7 +256,7 @@ def rescore(store: Store, set_id: str) -> list[Score | None]:
             truth,
             events,
             old.get("candidates", 0),
-            sum(len(json.loads(m["samples"])) for m in ms),
+            distinct_samples(ms),
             old.get("wall_s", 0.0),
             old.get("repo_intact", True),
         )

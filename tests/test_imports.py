@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_in_process
 from transcripts.imports import detect, read_session
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -31,8 +30,8 @@ REAL = {
 }
 
 
-def sleuth(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+def sleuth(*args: str):
+    return sleuth_in_process(*args)
 
 
 def events(db: Path, run: str) -> list[dict]:

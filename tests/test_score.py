@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from evals.score import first_named, pattern
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_in_process
 
 SEED = Path(__file__).parents[1] / "transcripts" / "examples" / "seed_session.json"
 
 
-def sleuth(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+def sleuth(*args: str):
+    return sleuth_in_process(*args)
 
 
 def test_the_reconstructed_seed_session_names_the_pcg_commit_after_its_git_log(tmp_path):
