@@ -15,6 +15,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 AGENT_KINDS = ("assistant", "tool_call", "llm_response", "hypothesis", "verdict", "note")
+# Our own hunts' observations of the world: measuring a commit in a bisection is not naming it.
+OBSERVATIONS = {
+    "probe_budget",
+    "probe",
+    "measure",
+    "measure_pair",
+    "clock",
+    "git_resolve",
+    "git_rev_list",
+    "server_args",
+}
 
 
 class FirstNamed(BaseModel):
@@ -59,7 +70,12 @@ def first_named(run_id: str, events: list[dict], ref: str, kind: str = "commit")
         text = e["text"] or ""
         if e["kind"] == "tool_call":
             payload = json.loads(e["payload"]) if isinstance(e.get("payload"), str) else (e.get("payload") or {})
+            if payload.get("name") in OBSERVATIONS:
+                calls += 1
+                continue
             text += " " + json.dumps(payload.get("args"), default=str)
+        if e["kind"] == "note" and '"phase": "probe"' in (e.get("payload") or ""):
+            continue  # "measuring X": a probe, not a claim
         if e["kind"] in AGENT_KINDS and (m := pat.search(text)):
             lo = max(0, m.start() - 60)
             out.named, out.seq, out.index = True, e["seq"], i
