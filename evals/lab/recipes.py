@@ -413,6 +413,28 @@ def _sm120_moe_runner(text: str, n: int, salt: str) -> str:
     )
 
 
+BREAK_LINE = '_require_lora_backend()  # fails at import: the server does not start\n'
+
+
+def _launch_breaks(text: str, n: int, salt: str) -> str:
+    """A commit after which the server no longer starts (a check that raises at import)."""
+    core = [
+        "",
+        "",
+        "def _require_lora_backend() -> None:",
+        '    raise ImportError("minisglang.lora needs the punica kernels; install minisglang[lora]")',
+        "",
+        "",
+        BREAK_LINE.rstrip("\n"),
+    ]
+    return _append(text, core)
+
+
+def _launch_fixed(text: str, n: int, salt: str) -> str:
+    """The later commit that makes it start again (the check runs only when LoRA is asked for)."""
+    return _replace(text, BREAK_LINE, "# _require_lora_backend() runs only when --lora-paths is given\n")
+
+
 def _generic(text: str, n: int, salt: str) -> str:
     return _append(text, harmless_block("tuning", n, salt))
 
@@ -424,6 +446,8 @@ TEMPLATES: dict[str, Template] = {
         f"{STACK_PKG}/layers/attention/flashinfer_mla_backend.py", ("flashinfer_decode",), _gather_then_cast
     ),
     "sm120_moe_runner": Template(f"{STACK_PKG}/server_args.py", ("moe_experts",), _sm120_moe_runner),
+    "launch_breaks": Template(f"{STACK_PKG}/server_args.py", (), _launch_breaks),
+    "launch_fixed": Template(f"{STACK_PKG}/server_args.py", (), _launch_fixed),
     "generic": Template(None, (), _generic),
 }
 
