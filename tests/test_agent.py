@@ -15,7 +15,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_git_tools import fingerprint
 
 SMALL = """
@@ -171,7 +171,7 @@ def test_an_exhausted_budget_is_inconclusive_not_a_traceback(small, tmp_path):
 )
 def test_bad_input_is_one_line_exit_2(small, tmp_path, args, expected):
     base = [] if "--alert" in args or "--repo" in args else ["--alert", str(small.root / "alert.json")]
-    proc = sleuth("hunt", *base, *args, "--db", str(tmp_path / "r.db"))
+    proc = sleuth_in_process("hunt", *base, *args, "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(expected)
 

@@ -10,7 +10,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_exe, sleuth_in_process
 from tools.bisect import log2_bound
 
 SPEC = """
@@ -54,6 +54,7 @@ def no_servers_left(marker: str) -> bool:
     return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
 
 
+@pytest.mark.slow  # 15-20 s; lab bisections run in every hunt test and in bench/bisect_cost.py
 def test_bisect_finds_the_lab_culprit_from_the_alert(scenario, tmp_path):
     proc = sleuth("bisect", "--alert", str(scenario.root / "alert.json"), "--workdir", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -74,7 +75,7 @@ def test_bisect_finds_the_lab_culprit_from_the_alert(scenario, tmp_path):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):
-    proc = sleuth("bisect", "--alert", str(scenario.root / "alert.json"), "--workdir", str(tmp_path), *extra)
+    proc = sleuth_in_process("bisect", "--alert", str(scenario.root / "alert.json"), "--workdir", str(tmp_path), *extra)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith(expected), lines

@@ -8,8 +8,32 @@ import sqlite3
 import subprocess
 import textwrap
 
-from tests.conftest import sleuth_exe
-from tests.test_agent import SMALL
+from tests.conftest import sleuth_exe, sleuth_in_process
+
+TINY = """
+name = "tiny"
+seed = 7
+[history]
+filler = 2
+[[committed]]
+filler = 1
+[[committed]]
+id = "slow"
+subject = "Synchronize the stream after every routing step"
+edits = [{ path = "python/minisglang/layers/moe/topk.py", effect = { cost = "moe_topk", add_us = 40 } }]
+[[committed]]
+filler = 2
+[launch]
+flags = []
+[alert]
+good = 89
+bad = 70
+give_good_ref = true
+requests = 2
+max_tokens = 24
+[truth]
+culprits = ["slow"]
+"""
 
 BROKEN = """
 name = "broken"
@@ -37,7 +61,7 @@ def sleuth(*args: str) -> subprocess.CompletedProcess:
 def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "small.toml").write_text(textwrap.dedent(SMALL))
+    (suite / "tiny.toml").write_text(textwrap.dedent(TINY))
     (suite / "broken.toml").write_text(textwrap.dedent(BROKEN))  # valid spec, but it cannot be built
     db, report = tmp_path / "runs.db", tmp_path / "out" / "report.md"
     report.parent.mkdir()
@@ -45,28 +69,29 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads(proc.stdout)
     rows = {r["scenario"]: r for r in res["rows"]}
-    assert rows["small"]["exact"] and rows["small"]["repo_intact"] and rows["small"]["approval_before_mutation"]
+    assert rows["tiny"]["exact"] and rows["tiny"]["repo_intact"] and rows["tiny"]["approval_before_mutation"]
     assert "error" in rows["broken"] and res["aggregate"]["crashed"] == 1
     text = report.read_text()
-    assert "| small | commit:" in text and (report.parent / "report-accuracy.png").stat().st_size > 5000
-    run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'small'").fetchone()[0]
+    assert "| tiny | commit:" in text and (report.parent / "report-accuracy.png").stat().st_size > 5000
+    run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'tiny'").fetchone()[0]
     assert sleuth("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
 
-    other = sleuth("eval", str(suite / "small.toml"), "--policy", "bisect-only", "--db", str(db), "--json")
+    # a second set (another policy; only the scenario that crashes, to keep this test short)
+    other = sleuth("eval", str(suite / "broken.toml"), "--policy", "bisect-only", "--db", str(db), "--json")
     assert other.returncode == 0, other.stderr[-3000:]
     proc = sleuth("eval", "--compare", res["set"], json.loads(other.stdout)["set"], "--db", str(db))
     assert proc.returncode == 0 and "methodical" in proc.stdout and "bisect-only" in proc.stdout
-    assert "| small | yes | yes |" in proc.stdout
+    assert "| tiny | yes | - |" in proc.stdout
 
     proc = sleuth("eval", "--rescore", res["set"], "--db", str(db), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["aggregate"]["exact"] == res["aggregate"]["exact"]
 
 
 def test_eval_bad_input_is_one_line_exit_2(tmp_path):
-    proc = sleuth("eval", str(tmp_path / "nope"), "--db", str(tmp_path / "r.db"))
+    proc = sleuth_in_process("eval", str(tmp_path / "nope"), "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2 and "PATH:" in proc.stderr and "nope" in proc.stderr
     (tmp_path / "bad.toml").write_text("name = 'x'\n[alert]\ngood = 1\n")
-    proc = sleuth("eval", str(tmp_path / "bad.toml"), "--db", str(tmp_path / "r.db"))
+    proc = sleuth_in_process("eval", str(tmp_path / "bad.toml"), "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2 and "bad.toml: alert.bad: required field missing" in proc.stderr
-    proc = sleuth("eval", "--rescore", "set-none", "--db", str(tmp_path / "r.db"))
+    proc = sleuth_in_process("eval", "--rescore", "set-none", "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2 and "SET:" in proc.stderr

@@ -413,7 +413,7 @@ def _sm120_moe_runner(text: str, n: int, salt: str) -> str:
     )
 
 
-BREAK_LINE = '_require_lora_backend()  # fails at import: the server does not start\n'
+BREAK_LINE = "_require_lora_backend()  # fails at import: the server does not start\n"
 
 
 def _launch_breaks(text: str, n: int, salt: str) -> str:
