@@ -41,6 +41,7 @@ class FirstNamed(BaseModel):
     events_total: int = 0
     tool_calls_total: int = 0
     excerpt: str | None = None
+    abandoned: list[str] = []  # hypotheses the run refuted (its ledger; imported sessions have none)
 
 
 def pattern(ref: str, kind: Literal["commit", "uncommitted", "env", "config", "path"] | str) -> re.Pattern:
@@ -54,7 +55,9 @@ def pattern(ref: str, kind: Literal["commit", "uncommitted", "env", "config", "p
     return re.compile(re.escape(ref))
 
 
-def first_named(run_id: str, events: list[dict], ref: str, kind: str = "commit") -> FirstNamed:
+def first_named(
+    run_id: str, events: list[dict], ref: str, kind: str = "commit", hypotheses: list[dict] | None = None
+) -> FirstNamed:
     pat = pattern(ref, kind)
     t0 = events[0]["t"] if events else None
     calls = 0
@@ -65,6 +68,7 @@ def first_named(run_id: str, events: list[dict], ref: str, kind: str = "commit")
         named=False,
         events_total=len(events),
         tool_calls_total=sum(1 for e in events if e["kind"] == "tool_call"),
+        abandoned=[h["statement"] for h in hypotheses or [] if h.get("status") in ("refuted", "demoted")],
     )
     for i, e in enumerate(events):
         text = e["text"] or ""

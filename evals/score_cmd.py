@@ -31,7 +31,7 @@ def score(
     try:
         if store.run(run_id) is None:
             _bad(f"RUN: no run '{run_id}' in {path}")
-        res = first_named(run_id, store.events(run_id), root_cause, kind)
+        res = first_named(run_id, store.events(run_id), root_cause, kind, store.hypotheses(run_id))
     finally:
         store.close()
     if json_out:
@@ -42,6 +42,8 @@ def score(
             f"{run_id}: named {root_cause} at event #{res.seq} ({res.events_before} events and "
             f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
         )
+        if res.abandoned:
+            print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(a[:70] for a in res.abandoned[:8]))
     else:
         print(f"{run_id}: never named {root_cause} ({res.events_total} events, {res.tool_calls_total} tool calls)")
     if not res.named:

@@ -24,6 +24,7 @@ def test_the_reconstructed_seed_session_names_the_pcg_commit_after_its_git_log(t
     # the git log output (a tool result) lists 0be30d4 first; the agent names it in its next message
     assert res["named"] and res["tool_calls_before"] == 7 and res["tool_calls_total"] == 8
     assert "Fix PCG MoE Error" in res["excerpt"]
+    assert res["abandoned"] == []  # a free-text session keeps no ledger to read them from
     proc = sleuth("score", run, "--root-cause", "NCCL_ALGO", "--kind", "env", "--db", str(db), "--json")
     assert json.loads(proc.stdout)["tool_calls_before"] == 1  # the NCCL hypothesis came first
 
@@ -55,3 +56,14 @@ def test_a_commit_is_named_by_any_prefix_of_seven_or_more_but_not_inside_a_longe
     ]
     res = first_named("r", events, "0be30d4b0d5468daf4ea34b01df1e142463a08aa")
     assert res.seq == 2 and res.seconds_from_start == 2.5 and res.tool_calls_before == 0
+
+
+def test_our_own_run_lists_the_hypotheses_it_abandoned():
+    events = [{"seq": 1, "t": 0.0, "kind": "note", "text": "culprit 0be30d4b0d", "payload": "{}"}]
+    hyps = [
+        {"statement": "NCCL_PROTO=LL in the server's environment slows it", "status": "refuted"},
+        {"statement": "the uncommitted change to flashinfer_mla_backend.py slows it", "status": "demoted"},
+        {"statement": "a commit since bba2fc4 slows it", "status": "supported"},
+    ]
+    res = first_named("r", events, "0be30d4b0d5468daf4ea34b01df1e142463a08aa", hypotheses=hyps)
+    assert res.named and len(res.abandoned) == 2 and res.abandoned[0].startswith("NCCL_PROTO")
