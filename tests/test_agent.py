@@ -51,8 +51,9 @@ def sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=timeout)
 
 
-def servers_in_worktrees(owner: int | None = None) -> list[str]:
-    """Processes running inside a scratch worktree (of the hunt with pid ``owner``, or any)."""
+def servers_in_worktrees(owner: int | None = None, servers_only: bool = False) -> list[str]:
+    """Processes running inside a scratch worktree (of the hunt with pid ``owner``, or any);
+    ``servers_only``: the inference servers alone, not a git command passing through."""
     prefix = "/tmp/sleuth-wt-" + (f"{owner}-" if owner else "")
     found = []
     for proc in Path("/proc").iterdir():
@@ -60,6 +61,8 @@ def servers_in_worktrees(owner: int | None = None) -> list[str]:
             continue
         try:
             if os.readlink(proc / "cwd").startswith(prefix):
+                if servers_only and b"launch_server" not in (proc / "cmdline").read_bytes():
+                    continue
                 found.append(proc.name)
         except OSError:
             continue
@@ -196,7 +199,7 @@ def _start_hunt(small: object, db: Path) -> subprocess.Popen:
 def _wait_for_a_server(proc: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        if servers_in_worktrees(proc.pid):
+        if servers_in_worktrees(proc.pid, servers_only=True):
             return
         time.sleep(0.05)
     raise AssertionError("no server came up")
@@ -225,7 +228,7 @@ def test_sigkill_mid_probe_leaves_the_repo_intact_and_the_next_start_cleans_up(s
     before = fingerprint(small.repo)
     db = tmp_path / "r.db"
     killed = None
-    for _ in range(5):  # the kill must land while a server is up, not between two probes
+    for _ in range(8):  # the kill must land while a server is up, not between two probes
         proc = _start_hunt(small, db)
         _wait_for_a_server(proc)
         proc.kill()
