@@ -486,17 +486,16 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
     fixed = rt.measure(hunt, "HEAD+revert", revert, samples=n)
     cmp, head, fixed = ab(hunt, rt, head, fixed, "HEAD", "HEAD+revert")
     ok = explains(hunt, cmp, fixed, head)
-    hunt.confirmation = {
-        "ok": ok,
-        "text": _fmt(cmp, head, fixed, hunt.target.metric),
-        "revert_sha": revert,
-        "plan": plan.result,
-        "evidence": [head.id, fixed.id],
-        "p_value": cmp.p_value,
-        "delta_pct": cmp.delta_pct,
-    }
+    text = _fmt(cmp, head, fixed, hunt.target.metric)
+    return _record_confirmation(hunt, rt, ok, cmp, text, [head.id, fixed.id], revert_sha=revert, plan=plan.result)
+
+
+def _record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:
+    """Keep a confirmation A/B's outcome on the hunt and say it."""
+    hunt.confirmation = {"ok": ok, "text": text, **extra, "evidence": evidence, "p_value": cmp.p_value}
+    hunt.confirmation["delta_pct"] = cmp.delta_pct
     hunt.regression["p_value"] = cmp.p_value
-    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + hunt.confirmation["text"])
+    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + text)
     return ok
 
 
@@ -509,18 +508,8 @@ def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
     culprit = rt.measure(hunt, "culprit", ref, samples=n)
     cmp, parent, culprit = ab(hunt, rt, parent, culprit, "culprit^", "culprit")
     ok = explains(hunt, cmp, parent, culprit)
-    hunt.confirmation = {
-        "ok": ok,
-        "text": f"{why}; instead: " + _fmt(cmp, parent, culprit, hunt.target.metric),
-        "why": why,
-        "conflict": True,
-        "evidence": [parent.id, culprit.id],
-        "p_value": cmp.p_value,
-        "delta_pct": cmp.delta_pct,
-    }
-    hunt.regression["p_value"] = cmp.p_value
-    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + hunt.confirmation["text"])
-    return ok
+    text = f"{why}; instead: " + _fmt(cmp, parent, culprit, hunt.target.metric)
+    return _record_confirmation(hunt, rt, ok, cmp, text, [parent.id, culprit.id], why=why, conflict=True)
 
 
 def propose(hunt: Hunt) -> None:

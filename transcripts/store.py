@@ -194,23 +194,10 @@ class Store:
         duration_s: float | None = None,
         t: float | None = None,
     ) -> int:
-        if kind not in EVENT_KINDS:
-            raise ValueError(f"unknown event kind '{kind}'")
-        with self.lock:
-            row = self.db.execute("select coalesce(max(seq), 0) + 1 from events where run = ?", [run_id]).fetchone()
-            seq = int(row[0])
-            self.db["events"].insert(
-                {
-                    "run": run_id,
-                    "seq": seq,
-                    "t": t or time.time(),
-                    "kind": kind,
-                    "text": redact(text),
-                    "payload": json.dumps(redact(payload), default=str),
-                    "duration_s": duration_s,
-                }
-            )
-        return seq
+        """One event, its own commit (through ``events_batch``: one code path for every write)."""
+        return self.events_batch(
+            run_id, [{"kind": kind, "text": text, "payload": payload, "duration_s": duration_s, "t": t}]
+        )
 
     def events_batch(self, run_id: str, events: list[dict]) -> int:
         """Many events in one commit (imports, replays stored in bulk): each a dict with ``kind``,
