@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
-from agent.state import Hunt
+from agent.state import INPUT_FIELDS, Hunt
 from transcripts.cassette import Cassette, EventChecker, ReplayStop
 from transcripts.store import Store
 
@@ -121,37 +121,13 @@ class Hunter:
 
     @staticmethod
     def _investigate(hunt: Hunt, rt: Runtime) -> None:
-        h = get_policy(hunt.policy).next_open(hunt)
-        if h is not None:
-            rt.say(hunt, "test", f"testing {h.id} [{h.category}]: {h.test}")
-            get_policy(hunt.policy).test(hunt, rt, h)
-            rt.say(hunt, "verdict", f"{h.id} {h.status}: {h.reason}")
+        get_policy(hunt.policy).investigate(hunt, rt)
 
     @staticmethod
     def _confirm(hunt: Hunt, rt: Runtime) -> None:
-        if not get_policy(hunt.policy).confirm(hunt, rt):
-            # Self-correction: the culprit did not survive the A/B; say so and go back to the ledger.
-            why = hunt.confirmation.get("text") or hunt.confirmation.get("why")
-            if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits:
-                # The history A/B stands; the bisection may have been misled by one noisy probe.
-                # Bisect once more, this time verifying each culprit against its parent.
-                hunt.rejected_culprits.append(hunt.root_ref)
-                for h in hunt.hypotheses:
-                    if h.category == "history" and h.status == "supported":
-                        h.reason += f"; {hunt.root_ref[:10]} not confirmed ({why})"
-                text = f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified"
-                rt.say(hunt, "self-correction", text)
-                hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
-                return
-            for h in hunt.hypotheses:
-                if h.category == "history" and h.status == "supported":
-                    h.status = "inconclusive"
-                    h.reason += f"; confirmation failed: {why}"
-            rt.say(hunt, "self-correction", f"{why}; back to the ledger")
-            hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
-            if not any(h.status == "supported" for h in hunt.hypotheses):
-                hunt.status = "inconclusive"
-                hunt.root_summary = "the bisected commit did not survive its confirmation A/B; nothing else supported"
+        policy = get_policy(hunt.policy)
+        if not policy.confirm(hunt, rt):
+            policy.confirm_failed(hunt, rt)  # self-correction: back to the ledger (or the model)
 
     @staticmethod
     def _propose(hunt: Hunt, rt: Runtime) -> None:
@@ -253,10 +229,13 @@ class Hunter:
     def _after_reproduce(self, state: GraphState) -> str:
         return "report" if self._ended(state) else "plan"
 
+    def _investigating(self, state: GraphState) -> bool:
+        return get_policy(state["hunt"]["policy"]).investigating(Hunt.model_validate(state["hunt"]))
+
     def _after_investigate(self, state: GraphState) -> str:
         if self._ended(state):
             return "report"
-        return "investigate" if any(h["status"] == "open" for h in state["hunt"]["hypotheses"]) else "localize"
+        return "investigate" if self._investigating(state) else "localize"
 
     def _after_localize(self, state: GraphState) -> str:
         return "report" if self._ended(state) else "confirm"
@@ -265,7 +244,9 @@ class Hunter:
         if self._ended(state):
             return "report"
         h = state["hunt"]
-        if h["root_kind"] is None:  # confirmation failed: back to the ledger's other supported hypotheses
+        if h["root_kind"] is None:  # confirmation failed: back to the investigation, or the ledger's other leads
+            if self._investigating(state):
+                return "investigate"
             return "localize" if any(x["status"] == "supported" for x in h["hypotheses"]) else "report"
         return "propose"
 
@@ -319,7 +300,7 @@ class Hunter:
             scenario=scenario,
             spec=spec,
             parent_run=parent_run,
-            input=hunt.model_dump_json(include={"target", "budget", "policy", "model", "started_at"}),
+            input=hunt.model_dump_json(include=INPUT_FIELDS),
         )
         self.app.invoke({"hunt": hunt.model_dump(mode="json")}, self.config(hunt.run_id), durability="sync")
         result = self.current(hunt.run_id)

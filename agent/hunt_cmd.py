@@ -18,8 +18,9 @@ from rich.text import Text
 from agent.alerts import AlertError, bench_config, read_alert
 from agent.cli import app, bad_input, console, out, print_json
 from agent.graph import Decision, Hunter
+from agent.llm_policy import settings_for
 from agent.report import verdict, write_report
-from agent.state import Budget, Hunt, Target, new_run_id
+from agent.state import Budget, Hunt, LLMSettings, Target, new_run_id
 from tools.bench import BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
@@ -32,6 +33,29 @@ def default_db() -> Path:
 
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
+PolicyOpt = Annotated[str, typer.Option(help="methodical, bisect-only, or llm (with --model)")]
+ModelOpt = Annotated[str | None, typer.Option(help="the LLM, for --policy llm ($OPENAI_API_KEY is its key)")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option(help="an OpenAI-compatible endpoint (vLLM, SGLang, Ollama); default $OPENAI_BASE_URL")
+]
+AllowShellOpt = Annotated[
+    list[str] | None, typer.Option(help="argv prefix the model may run, e.g. 'pip list' (repeatable); default none")
+]
+MaxTurnsOpt = Annotated[int | None, typer.Option(min=1, help="model turns budget (--policy llm; default 40)")]
+
+
+def llm_options(
+    policy: str, model: str | None, base_url: str | None, allow_shell: list[str] | None, max_turns: int | None = None
+) -> LLMSettings | None:
+    """The LLM settings of a command line, or a one-line error naming the option (exit 2)."""
+    from agent.policy import POLICY_NAMES
+
+    if policy not in POLICY_NAMES:
+        bad_input(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICY_NAMES)})")
+    try:
+        return settings_for(policy, model, base_url, allow_shell, max_turns)
+    except ValueError as exc:
+        bad_input(str(exc))
 
 
 class LiveView:
@@ -120,8 +144,11 @@ def run_hunt(
     live: bool = True,
     scenario: Path | None = None,
     spec: str | None = None,
+    policy: str = "methodical",
+    model: str | None = None,
+    llm: LLMSettings | None = None,
 ) -> None:
-    hunt = Hunt(run_id=new_run_id(), target=target, budget=budget)
+    hunt = Hunt(run_id=new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
     approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
     view = LiveView(live and not json_out and console.is_terminal)
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
@@ -157,9 +184,15 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
 def demo(
     json_out: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="approve the proposed revert (for scripts)")] = False,
+    policy: PolicyOpt = "methodical",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow_shell: AllowShellOpt = None,
+    max_turns: MaxTurnsOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Build the seed scenario in a temp dir and hunt it end to end (no LLM, no network)."""
+    """Build the seed scenario in a temp dir and hunt it end to end (methodical: no LLM, no network)."""
+    llm = llm_options(policy, model, base_url, allow_shell, max_turns)
     from evals.lab.builder import build  # the lab plugs in from evals (see agent/cli.py)
     from evals.lab.demo import SEED_SPEC
     from evals.lab.spec import load_spec
@@ -169,7 +202,18 @@ def demo(
     console.print(f"seed scenario built in {res.root}", highlight=False)
     target = target_from_alert(res.root / "alert.json", str(res.repo))
     budget = Budget(max_probes=10, max_wall_s=600)
-    run_hunt(target, db or default_db(), budget, yes, json_out, scenario=res.root, spec=SEED_SPEC.read_text())
+    run_hunt(
+        target,
+        db or default_db(),
+        budget,
+        yes,
+        json_out,
+        scenario=res.root,
+        spec=SEED_SPEC.read_text(),
+        policy=policy,
+        model=model,
+        llm=llm,
+    )
 
 
 @app.command("hunt")
@@ -183,7 +227,7 @@ def hunt_cmd(
     lower_is_better: Annotated[bool, typer.Option(help="the number is a time or a latency")] = False,
     good: Annotated[str | None, typer.Option(help="known-good ref")] = None,
     good_value: Annotated[float | None, typer.Option(help="the metric's good value")] = None,
-    model: Annotated[str | None, typer.Option(help="model name for the benchmark")] = None,
+    served_model: Annotated[str | None, typer.Option(help="the served model's name, for the benchmark")] = None,
     requests: Annotated[int, typer.Option(min=1)] = 4,
     max_tokens: Annotated[int, typer.Option(min=1)] = 64,
     time_scale: Annotated[float, typer.Option(min=0.0001)] = 1.0,
@@ -197,9 +241,15 @@ def hunt_cmd(
     samples: Annotated[int, typer.Option(min=3)] = 5,
     yes: Annotated[bool, typer.Option("--yes", help="approve the proposed action")] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
+    policy: PolicyOpt = "methodical",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow_shell: AllowShellOpt = None,
+    max_turns: MaxTurnsOpt = None,
     db: DbOpt = None,
 ) -> None:
     """Hunt a regression in a real repository (local, or --host over SSH)."""
+    llm = llm_options(policy, model, base_url, allow_shell, max_turns)
     if alert is not None:
         target = target_from_alert(alert, repo)
         if good:
@@ -220,7 +270,7 @@ def hunt_cmd(
             good_value=good_value,
         )
     else:
-        for flag, value in (("--repo", repo), ("--launch", launch), ("--model", model)):
+        for flag, value in (("--repo", repo), ("--launch", launch), ("--served-model", served_model)):
             if not value:
                 bad_input(f"{flag}: required (or give --bench, or --alert)")
         target = Target(
@@ -231,7 +281,7 @@ def hunt_cmd(
             higher_is_better=not lower_is_better,
             workload=BenchConfig(
                 endpoint="http://unset/v1",
-                model=model or "",
+                model=served_model or "",
                 requests=requests,
                 max_tokens=max_tokens,
                 time_scale=time_scale,
@@ -252,7 +302,14 @@ def hunt_cmd(
     finally:
         h.close()
     run_hunt(
-        target, db or default_db(), Budget(max_probes=max_probes, max_wall_s=max_wall, samples=samples), yes, json_out
+        target,
+        db or default_db(),
+        Budget(max_probes=max_probes, max_wall_s=max_wall, samples=samples),
+        yes,
+        json_out,
+        policy=policy,
+        model=model,
+        llm=llm,
     )
 
 

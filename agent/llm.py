@@ -1,12 +1,14 @@
 """The model behind the LLM policy: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 SGLang, Ollama) through the official SDK, with tool calling.
 
-Every request and response is an event (``llm_request`` / ``llm_response``, with the token usage
-of each response), so a run can be replayed without the model. The SDK's own retries are off:
-this loop retries 429s, 5xx, timeouts and dropped connections with exponential backoff, records
-each failed attempt, and after ``max_attempts`` raises ``LLMError`` - which the graph turns into an
-``inconclusive`` run, never a traceback. Arguments a model wrote as invalid JSON are kept as
-written, with the parse error, so the policy can hand the error back to the model.
+The SDK's own retries are off: this loop retries 429s, 5xx, timeouts and dropped connections
+with exponential backoff (or after the wait the server asks for in ``retry-after``), keeps each
+failed attempt's error in the reply (``attempt_errors``), and after ``max_attempts`` raises
+``LLMError`` - which the graph turns into an ``inconclusive`` run, never a traceback. Arguments a
+model wrote as invalid JSON are kept as written, with the parse error, so the policy can hand the
+error back to the model. The client records nothing itself: ``Runtime.chat`` records each call as
+an ``llm_request`` / ``llm_response`` event pair (token usage on the response), the same way every
+other observation is recorded, so a replay can serve it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from typing import Any
 import openai
 from pydantic import BaseModel
 
-EventSink = Callable[[str, str, dict, float | None], None]  # (kind, text, payload, duration_s)
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 
 
 class LLMError(RuntimeError):
     """The endpoint did not answer usefully within the attempts allowed."""
+
+    def __init__(self, message: str, attempt_errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.attempt_errors = attempt_errors or []
 
 
 class LLMConfig(BaseModel):
@@ -51,51 +56,58 @@ class LLMReply(BaseModel):
     finish_reason: str | None
     usage: dict[str, int]
     attempts: int
+    attempt_errors: list[str] = []  # the failed attempts before this answer
+
+
+def _wait(exc: Exception, backoff: float) -> float:
+    """The server's own hint (``retry-after-ms`` as OpenAI sends it, or ``retry-after`` seconds),
+    capped at a minute; else the exponential backoff."""
+    response = getattr(exc, "response", None)
+    headers = response.headers if response is not None else {}
+    try:
+        if "retry-after-ms" in headers:
+            return min(60.0, float(headers["retry-after-ms"]) / 1000)
+        if "retry-after" in headers:
+            return min(60.0, float(headers["retry-after"]))
+    except ValueError:
+        pass
+    return backoff
 
 
 class LLM:
-    def __init__(self, cfg: LLMConfig, on_event: EventSink | None = None, sleep: Callable[[float], None] = time.sleep):
-        self.cfg, self.on_event, self.sleep = cfg, on_event, sleep
+    def __init__(self, cfg: LLMConfig, sleep: Callable[[float], None] = time.sleep):
+        self.cfg, self.sleep = cfg, sleep
         self.client = openai.OpenAI(
             base_url=cfg.base_url or os.environ.get("OPENAI_BASE_URL") or None,
             api_key=cfg.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
             timeout=cfg.timeout_s,
             max_retries=0,
         )
-        self.tokens = {"input": 0, "output": 0}
-
-    def _emit(self, kind: str, text: str, payload: dict, duration: float | None = None) -> None:
-        if self.on_event is not None:
-            self.on_event(kind, text, payload, duration)
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
-        last = messages[-1] if messages else {}
-        self._emit(
-            "llm_request",
-            f"{self.cfg.model}: {len(messages)} messages, last {last.get('role')}",
-            {"model": self.cfg.model, "messages": messages, "tools": [t["function"]["name"] for t in tools or []]},
-        )
+        errors: list[str] = []
         for attempt in range(1, self.cfg.max_attempts + 1):
-            t0 = time.perf_counter()
             try:
                 resp = self.client.chat.completions.create(
                     model=self.cfg.model, messages=messages, **({"tools": tools} if tools else {})
                 )
             except RETRYABLE as exc:
-                why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                self._emit("error", f"LLM attempt {attempt} failed: {why}", {"attempt": attempt, "error": why})
+                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
                 if attempt == self.cfg.max_attempts:
-                    raise LLMError(f"{self.cfg.model}: no answer after {attempt} attempts ({why})") from exc
-                self.sleep(self.cfg.backoff_s * 2 ** (attempt - 1))
+                    raise LLMError(
+                        f"{self.cfg.model}: no answer after {attempt} attempts ({errors[-1]})", errors
+                    ) from exc
+                self.sleep(_wait(exc, self.cfg.backoff_s * 2 ** (attempt - 1)))
                 continue
             except openai.APIStatusError as exc:  # 400, 401, 404: retrying will not help
-                raise LLMError(f"{self.cfg.model}: {exc.status_code} {str(exc)[:200]}") from exc
-            return self._reply(resp, attempt, time.perf_counter() - t0)
+                errors.append(f"{exc.status_code} {str(exc)[:200]}")
+                raise LLMError(f"{self.cfg.model}: {errors[-1]}", errors) from exc
+            return self._reply(resp, attempt, errors)
         raise LLMError("unreachable")  # pragma: no cover
 
-    def _reply(self, resp: Any, attempts: int, took: float) -> LLMReply:
+    def _reply(self, resp: Any, attempts: int, errors: list[str]) -> LLMReply:
         if not resp.choices:
-            raise LLMError(f"{self.cfg.model}: a response with no choices")
+            raise LLMError(f"{self.cfg.model}: a response with no choices", errors)
         choice = resp.choices[0]
         calls = []
         for c in choice.message.tool_calls or []:
@@ -109,20 +121,11 @@ class LLM:
             "input": int(getattr(resp.usage, "prompt_tokens", 0) or 0),
             "output": int(getattr(resp.usage, "completion_tokens", 0) or 0),
         }
-        self.tokens["input"] += usage["input"]
-        self.tokens["output"] += usage["output"]
-        reply = LLMReply(
+        return LLMReply(
             content=choice.message.content,
             tool_calls=calls,
             finish_reason=choice.finish_reason,
             usage=usage,
             attempts=attempts,
+            attempt_errors=errors,
         )
-        names = ", ".join(c.name for c in calls)
-        self._emit(
-            "llm_response",
-            (reply.content or "")[:200] + (f" [tools: {names}]" if names else ""),
-            {"reply": reply.model_dump(), "usage": usage, "model": self.cfg.model},
-            took,
-        )
-        return reply

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from functools import cache
 
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
-from tools.bisect import BisectConfig, ProbeError, bisect
+from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.stats import compare
 
 SUSPICIOUS_ENV = (
@@ -110,6 +111,12 @@ def launch_env(hunt: Hunt, rt: Runtime) -> dict[str, str]:
         return {}
 
 
+def tuning_vars(env: dict[str, str]) -> list[str]:
+    """The tuning knobs among the variables: a variable holding a path is configuration (where
+    models or libraries are), not a knob."""
+    return sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
+
+
 def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
     """The server args from the log of the reproduce run (what is actually executed)."""
     return rt.server_args(hunt, "now")
@@ -174,9 +181,7 @@ def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
             "nvidia-smi: SM clock vs max, PCIe gen/width vs max, throttle reasons",
         )
     env = launch_env(hunt, rt) if want("environment") else {}
-    # Tuning knobs only: a variable holding a path is configuration (where models or libraries are).
-    tuning = sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
-    for var in tuning:
+    for var in tuning_vars(env):
         add(
             "environment",
             f"{var}={env[var]} in the server's environment slows it",
@@ -379,6 +384,37 @@ def _test_config(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
 
 
 # -- after the ledger ------------------------------------------------------------------------
+def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tuple[list[str], BisectResult]:
+    """Bisect good..bad with the hunt's probes (budgeted, recorded); the culprits land in
+    ``hunt.culprits`` and every probed commit's samples in its measurements."""
+    good, head = rt.resolve(hunt, good_ref), rt.resolve(hunt, bad_ref)
+    hunt.good_candidate = hunt.good_candidate or good
+    parents = rt.rev_list(hunt, good, head)
+    rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")
+    # No sandwich on the first bisection: the confirmation A/B (HEAD vs HEAD with the culprit
+    # reverted) proves the same thing more directly. After a failed confirmation the second
+    # bisection verifies each culprit against its parent with more samples.
+    seen: dict[str, list[float]] = {}
+    res = bisect(
+        parents,
+        good,
+        head,
+        rt.probe_fn(hunt, seen),
+        BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=bool(hunt.rejected_culprits)),
+    )
+    known = {m.ref for m in hunt.measurements}
+    for sha, got in seen.items():
+        if sha not in known:
+            rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
+    hunt.culprits = [c.sha for c in res.culprits]
+    return parents, res
+
+
+def subject_of(hunt: Hunt, rt: Runtime, sha: str) -> str:
+    show = rt.tool("git_show_stat", {"ref": sha}, hunt=hunt)
+    return show.result["commit"]["subject"] if show.ok else ""
+
+
 def localize(hunt: Hunt, rt: Runtime) -> None:
     """Name the culprit of the first supported hypothesis (by category priority)."""
     sup = [h for h in hunt.hypotheses if h.status == "supported"]
@@ -399,27 +435,8 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
     by = {h.category: h for h in reversed(sup)}
     if "history" in by:
         h = by["history"]
-        good, head = hunt.good_candidate, rt.resolve(hunt, "HEAD")
-        parents = rt.rev_list(hunt, good, head)  # type: ignore[arg-type]
-        rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")  # type: ignore[index]
-        # No sandwich on the first bisection: the confirmation A/B (HEAD vs HEAD with the culprit
-        # reverted) proves the same thing more directly. After a failed confirmation the second
-        # bisection verifies each culprit against its parent with more samples.
-        seen: dict[str, list[float]] = {}
-        res = bisect(
-            parents,
-            good,
-            head,
-            rt.probe_fn(hunt, seen),  # type: ignore[arg-type]
-            BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=bool(hunt.rejected_culprits)),
-        )
-        known = {m.ref for m in hunt.measurements}
-        for sha, got in seen.items():
-            if sha not in known:
-                rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
-        hunt.culprits = [c.sha for c in res.culprits]
-        show = rt.tool("git_show_stat", {"ref": hunt.culprits[0]}, hunt=hunt)
-        subject = show.result["commit"]["subject"] if show.ok else ""
+        parents, res = bisect_history(hunt, rt, hunt.good_candidate, "HEAD")  # type: ignore[arg-type]
+        subject = subject_of(hunt, rt, hunt.culprits[0])
         hunt.root_kind, hunt.root_ref = "commit", hunt.culprits[0]
         hunt.root_summary = f'{hunt.culprits[0][:10]} "{subject}"'
         h.reason += f"; bisection: {len(parents)} commits, {res.probes} probes, {res.samples} samples -> " + ", ".join(
@@ -468,9 +485,7 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     hunt.culprits = [sha for sha, _ in kept]
     hunt.root_ref, hunt.confirmation = kept[0]
     if hunt.root_ref != first:
-        show = rt.tool("git_show_stat", {"ref": hunt.root_ref}, hunt=hunt)
-        subject = show.result["commit"]["subject"] if show.ok else ""
-        hunt.root_summary = f'{hunt.root_ref[:10]} "{subject}"'
+        hunt.root_summary = f'{hunt.root_ref[:10]} "{subject_of(hunt, rt, hunt.root_ref)}"'
     return True
 
 
@@ -512,6 +527,30 @@ def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
     return _record_confirmation(hunt, rt, ok, cmp, text, [parent.id, culprit.id], why=why, conflict=True)
 
 
+def confirm_failed(hunt: Hunt, rt: Runtime) -> None:
+    """Self-correction: the culprit did not survive its A/B; say so and go back to the ledger."""
+    why = hunt.confirmation.get("text") or hunt.confirmation.get("why")
+    if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits:
+        # The history A/B stands; the bisection may have been misled by one noisy probe.
+        # Bisect once more, this time verifying each culprit against its parent.
+        hunt.rejected_culprits.append(hunt.root_ref)
+        for h in hunt.hypotheses:
+            if h.category == "history" and h.status == "supported":
+                h.reason += f"; {hunt.root_ref[:10]} not confirmed ({why})"
+        rt.say(hunt, "self-correction", f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified")
+        hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+        return
+    for h in hunt.hypotheses:
+        if h.category == "history" and h.status == "supported":
+            h.status = "inconclusive"
+            h.reason += f"; confirmation failed: {why}"
+    rt.say(hunt, "self-correction", f"{why}; back to the ledger")
+    hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+    if not any(h.status == "supported" for h in hunt.hypotheses):
+        hunt.status = "inconclusive"
+        hunt.root_summary = "the bisected commit did not survive its confirmation A/B; nothing else supported"
+
+
 def propose(hunt: Hunt) -> None:
     k, ref = hunt.root_kind, hunt.root_ref
     if k == "commit" and hunt.confirmation.get("conflict"):
@@ -536,6 +575,8 @@ def propose(hunt: Hunt) -> None:
         hunt.action = Action(kind="restore", ref=ref, detail=f"launch with the good flags ({ref})")
     elif k == "hardware":
         hunt.action = Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
+    elif k == "dependency":
+        hunt.action = Action(kind="investigate", ref=ref, detail=f"pin {ref} back to the version of the good run")
     else:
         hunt.action = Action(kind="none")
 
@@ -553,17 +594,26 @@ class Methodical:
     def plan(self, hunt: Hunt, rt: Runtime) -> None:
         plan(hunt, rt, self.only)
 
-    def next_open(self, hunt: Hunt) -> Hypothesis | None:
-        return next_open(hunt)
+    def investigating(self, hunt: Hunt) -> bool:
+        """Is there more to investigate before localizing? (An open hypothesis.)"""
+        return next_open(hunt) is not None
 
-    def test(self, hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
-        test(hunt, rt, h)
+    def investigate(self, hunt: Hunt, rt: Runtime) -> None:
+        """One step of the loop: the next open hypothesis, its test, its verdict."""
+        h = next_open(hunt)
+        if h is not None:
+            rt.say(hunt, "test", f"testing {h.id} [{h.category}]: {h.test}")
+            test(hunt, rt, h)
+            rt.say(hunt, "verdict", f"{h.id} {h.status}: {h.reason}")
 
     def localize(self, hunt: Hunt, rt: Runtime) -> None:
         localize(hunt, rt)
 
     def confirm(self, hunt: Hunt, rt: Runtime) -> bool:
         return confirm(hunt, rt)
+
+    def confirm_failed(self, hunt: Hunt, rt: Runtime) -> None:
+        confirm_failed(hunt, rt)
 
     def propose(self, hunt: Hunt) -> None:
         propose(hunt)
@@ -577,11 +627,18 @@ class BisectOnly(Methodical):
     only = frozenset({"history"})
 
 
-POLICIES: dict[str, Methodical] = {p.name: p for p in (Methodical(), BisectOnly())}
+POLICY_NAMES = ("methodical", "bisect-only", "llm")
+
+
+@cache
+def _policies() -> dict[str, Methodical]:
+    from agent.llm_policy import LLMPolicy  # it builds on this module
+
+    return {p.name: p for p in (Methodical(), BisectOnly(), LLMPolicy())}
 
 
 def get_policy(name: str) -> Methodical:
     try:
-        return POLICIES[name]
+        return _policies()[name]
     except KeyError:
-        raise ValueError(f"unknown policy '{name}' (known: {', '.join(POLICIES)})") from None
+        raise ValueError(f"unknown policy '{name}' (known: {', '.join(POLICY_NAMES)})") from None

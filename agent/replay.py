@@ -19,7 +19,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from agent.graph import Decision, Hunter
-from agent.state import Hunt, new_run_id
+from agent.state import INPUT_FIELDS, Hunt, LLMSettings, new_run_id
 from transcripts.cassette import Cassette, Divergence, EventChecker, Offline
 from transcripts.store import Store
 
@@ -113,7 +113,14 @@ def _rebuild(row: dict, into: Path) -> tuple[str, str] | None:
     return str(res.root), row["scenario"]
 
 
-def replay_world(db: Path, run_id: str, policy: str, model: str | None = None, offline: bool = False) -> ReplayResult:
+def replay_world(
+    db: Path,
+    run_id: str,
+    policy: str,
+    model: str | None = None,
+    offline: bool = False,
+    llm: LLMSettings | None = None,
+) -> ReplayResult:
     t0 = time.perf_counter()
     store = Store(db)
     row, events, old = _recorded(store, run_id)
@@ -124,7 +131,14 @@ def replay_world(db: Path, run_id: str, policy: str, model: str | None = None, o
         new_root, old_root = rewrite
         target = type(target).model_validate_json(target.model_dump_json().replace(old_root, new_root))
     hunt = old.model_copy(
-        update={"run_id": new_run_id(), "policy": policy, "model": model, "target": target, "started_at": time.time()}
+        update={
+            "run_id": new_run_id(),
+            "policy": policy,
+            "model": model,
+            "llm": llm,
+            "target": target,
+            "started_at": time.time(),
+        }
     )
     cassette = Cassette(events, strict=False, live=rewrite is not None, rewrite=rewrite)
     hunter = Hunter(db, db.parent / "runs", store=store, saver=InMemorySaver(), cassette=cassette)
@@ -139,7 +153,7 @@ def replay_world(db: Path, run_id: str, policy: str, model: str | None = None, o
             scenario=rewrite[0] if rewrite else row.get("scenario"),
             spec=row.get("spec"),
             parent_run=run_id,
-            input=hunt.model_dump_json(include={"target", "budget", "policy", "model", "started_at"}),
+            input=hunt.model_dump_json(include=INPUT_FIELDS),
         )
         try:
             result = _drive(hunter, hunt, None)

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from agent.cli import app, bad_input, out, print_json
-from agent.policy import POLICIES
+from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, llm_options
+from agent.policy import POLICY_NAMES
 from agent.replay import ReplayError, replay_strict, replay_world
 from transcripts.store import default_path
 
@@ -17,9 +18,11 @@ from transcripts.store import default_path
 def replay(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     policy: Annotated[
-        str | None, typer.Option(help=f"another policy against the recorded world ({', '.join(POLICIES)})")
+        str | None, typer.Option(help=f"another policy against the recorded world ({', '.join(POLICY_NAMES)})")
     ] = None,
     model: Annotated[str | None, typer.Option(help="another model against the recorded world")] = None,
+    base_url: BaseUrlOpt = None,
+    allow_shell: AllowShellOpt = None,
     offline: Annotated[
         bool, typer.Option(help="never answer live: a call the recording cannot answer ends the replay")
     ] = False,
@@ -31,13 +34,12 @@ def replay(
     db = db or default_path()
     if not db.exists():
         bad_input(f"--db: {db}: no run store here")
-    if policy is not None and policy not in POLICIES:
-        bad_input(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICIES)})")
+    llm = llm_options(policy, model, base_url, allow_shell) if policy is not None else None
     try:
         if policy is None and model is None:
             res = replay_strict(db, run_id)
         else:
-            res = replay_world(db, run_id, policy or "methodical", model, offline)
+            res = replay_world(db, run_id, policy or "methodical", model, offline, llm)
     except ReplayError as exc:
         bad_input(str(exc))
     if json_out:

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.llm import LLM, LLMConfig
 from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
@@ -86,6 +87,7 @@ class Runtime:
         self.workload = Workload(bench=hunt.target.workload, metric=hunt.target.metric, command=hunt.target.command)
         self.records: list[ToolRecord] = []
         self.on_event = on_event
+        self._llm: LLM | None = None
 
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
@@ -105,9 +107,21 @@ class Runtime:
         )
 
     # -- the choke point -------------------------------------------------------------------------
-    def observe(self, hunt: Hunt, name: str, args: dict, live: Callable[[], Any], approved: bool = False) -> Any:
-        """Ask the world (or the cassette) ``name(args)``; record the call and its answer."""
-        self._event(hunt, "tool_call", f"{name} {args}", {"name": name, "args": args, "approved": approved})
+    def observe(
+        self,
+        hunt: Hunt,
+        name: str,
+        args: dict,
+        live: Callable[[], Any],
+        approved: bool = False,
+        kinds: tuple[str, str] = ("tool_call", "tool_result"),
+        call_text: str | None = None,
+        result_text: Callable[[Any], str] | None = None,
+    ) -> Any:
+        """Ask the world (or the cassette) ``name(args)``; record the call and its answer (as the
+        event pair ``kinds``; a model's answer is ``llm_request`` / ``llm_response``)."""
+        call_payload = {"name": name, "args": args} | ({"approved": approved} if kinds[0] == "tool_call" else {})
+        self._event(hunt, kinds[0], call_text or f"{name} {args}", call_payload)
         t0 = time.perf_counter()
         answer = self.cassette.answer(name, args) if self.cassette is not None else None  # None: ask live
         if answer is not None:
@@ -126,16 +140,52 @@ class Runtime:
             self.cassette.learn(name, args, result)  # a live answer joins the recorded world
         took = time.perf_counter() - t0
         status = (
-            "ok"
+            (result_text(result) if result_text else "ok")
             if error is None
             else f"{error['kind']}: {error['message'].splitlines()[0] if error['message'] else ''}"
         )
-        self._event(hunt, "tool_result", f"{name}: {status}", {"name": name, "result": result, "error": error}, took)
+        payload = {"name": name, "result": result, "error": error}
+        if isinstance(result, dict) and isinstance(result.get("usage"), dict):
+            payload["usage"] = result["usage"]  # a model's token usage, counted per event
+        self._event(hunt, kinds[1], f"{name}: {status}", payload, took)
         if error is not None:
             if error["kind"] == "ProbeError":
                 raise ProbeError(error["message"])
             raise RecordedError(error["kind"], error["message"])
         return result
+
+    def chat(self, hunt: Hunt, messages: list[dict], tools: list[dict]) -> dict:
+        """One model call of the LLM policy (recorded; served from the recording in a replay).
+        Returns the ``LLMReply`` as data; an endpoint that never answers raises ``RecordedError``
+        of kind ``LLMError``."""
+        assert hunt.llm is not None and hunt.model
+        cfg = LLMConfig(
+            model=hunt.model,
+            base_url=hunt.llm.base_url,
+            timeout_s=hunt.llm.timeout_s,
+            max_attempts=hunt.llm.max_attempts,
+            backoff_s=hunt.llm.backoff_s,
+        )
+
+        def live() -> dict:
+            if self._llm is None:
+                self._llm = LLM(cfg)
+            return self._llm.chat(messages, tools).model_dump()
+
+        def said(reply: dict) -> str:
+            names = ", ".join(c["name"] for c in reply["tool_calls"])
+            return (reply.get("content") or "")[:200] + (f" [tools: {names}]" if names else "")
+
+        args = {"model": hunt.model, "messages": messages, "tools": [t["function"]["name"] for t in tools]}
+        return self.observe(
+            hunt,
+            "llm",
+            args,
+            live,
+            kinds=("llm_request", "llm_response"),
+            call_text=f"{hunt.model}: {len(messages)} messages, last {messages[-1].get('role') if messages else None}",
+            result_text=said,
+        )
 
     def _event(self, hunt: Hunt, kind: str, text: str, payload: dict, duration: float | None = None) -> None:
         if self.store is not None:

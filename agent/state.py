@@ -22,6 +22,10 @@ HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive"]
 Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "none"]
 
 
+# What a run's row keeps as its input: enough to start the same hunt again (a replay).
+INPUT_FIELDS = {"target", "budget", "policy", "model", "llm", "started_at"}
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
@@ -49,6 +53,34 @@ class Budget(BaseModel):
     max_probes: int = Field(default=20, ge=1)
     max_wall_s: float = Field(default=1800, gt=0)
     samples: int = Field(default=5, ge=3, le=100)
+
+
+class LLMSettings(BaseModel):
+    """How the LLM policy reaches its model and what it may spend. The API key is never stored:
+    it comes from ``$OPENAI_API_KEY`` in whichever process runs the graph."""
+
+    base_url: str | None = None  # default: $OPENAI_BASE_URL, else OpenAI
+    allow_shell: list[str] = []  # programs the model may run (argv[0]); empty: no shell at all
+    max_turns: int = Field(default=40, ge=1)  # model calls
+    max_tokens: int = Field(default=400_000, ge=1)  # input + output, over the whole hunt
+    max_invalid: int = Field(default=3, ge=1)  # replies in a row with no valid tool call
+    context_chars: int = Field(default=60_000, ge=2_000)  # the request's messages, before old turns are folded
+    output_chars: int = Field(default=4_000, ge=200)  # one tool result shown to the model, head and tail
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+    backoff_s: float = Field(default=1.0, ge=0)
+
+
+class Conversation(BaseModel):
+    """The LLM policy's side of the hunt, checkpointed with it: the messages so far and the
+    counters the graph enforces budgets with."""
+
+    messages: list[dict] = []
+    turns: int = 0
+    tokens: int = 0
+    invalid_streak: int = 0
+    concluded: bool = False
+    failed_confirmations: int = 0
 
 
 class Measured(BaseModel):
@@ -119,6 +151,8 @@ class Hunt(BaseModel):
     action: Action | None = None
     events: list[Event] = []
     error: str | None = None
+    llm: LLMSettings | None = None  # the LLM policy's settings (None for the deterministic policies)
+    conversation: Conversation = Conversation()
 
     def log(self, kind: str, text: str) -> None:
         self.events.append(Event(t=time.time(), kind=kind, text=text))

@@ -1,4 +1,4 @@
-"""``sleuth eval PATH... [--policy P] [--repeats K] [--workers N] [--json] [--report FILE.md]``,
+"""``sleuth eval PATH... [--policy P] [--model M] [--repeats K] [--workers N] [--json] [--report FILE.md]``,
 ``sleuth eval --compare SET_A SET_B``, ``sleuth eval --rescore SET`` (plugged in through
 ``perf_sleuth.cli``)."""
 
@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 
 from agent.cli import progress
+from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
+from agent.state import LLMSettings
 from evals import report
 from evals.runner import find_specs, rescore, run_set, set_rows
 from transcripts.store import Store, default_path
@@ -33,8 +35,11 @@ def _set(store: Store, set_id: str) -> dict:
 
 def eval_cmd(
     paths: Annotated[list[str] | None, typer.Argument(help="spec files or folders of them")] = None,
-    policy: Annotated[str, typer.Option(help="methodical, bisect-only (llm with its issue)")] = "methodical",
-    model: Annotated[str | None, typer.Option(help="the model, for an LLM policy")] = None,
+    policy: PolicyOpt = "methodical",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow_shell: AllowShellOpt = None,
+    max_turns: MaxTurnsOpt = None,
     repeats: Annotated[int, typer.Option(min=1)] = 1,
     workers: Annotated[int, typer.Option(min=1)] = 1,
     json_out: Annotated[bool, typer.Option("--json")] = False,
@@ -45,8 +50,6 @@ def eval_cmd(
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """Run scenario suites with a policy, score every run against its truth, report."""
-    from agent.policy import POLICIES
-
     store = Store(db or default_path())
     try:
         if compare:
@@ -69,14 +72,14 @@ def eval_cmd(
             if report_path:
                 report.markdown(_set(store, s["id"]), set_rows(store, s["id"]), report_path)
             return
-        if policy not in POLICIES:
-            _bad(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICIES)})")
+        llm = llm_options(policy, model, base_url, allow_shell, max_turns)
         if not paths and not resume:
             _bad("PATH: give spec files or folders (or --compare / --rescore / --resume)")
         if resume:
             s = _set(store, resume)
             specs = [Path(x) for x in json.loads(s["specs"])]
             policy, model, repeats = s["policy"], s.get("model"), s["repeats"]
+            llm = LLMSettings.model_validate_json(s["llm"]) if s.get("llm") else None
         else:
             try:
                 specs = find_specs(paths or [])
@@ -100,7 +103,7 @@ def eval_cmd(
                 bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
                 bar.advance(task)
 
-            set_id, _rows = run_set(specs, store, policy, model, repeats, workers, on_done=done, set_id=resume)
+            set_id, _rows = run_set(specs, store, policy, model, repeats, workers, on_done=done, set_id=resume, llm=llm)
         rows = set_rows(store, set_id)
         agg = report.aggregate(rows)
         s = _set(store, set_id)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.state import LLMSettings
 from evals.scorer import Score, score
 from transcripts.store import Store
 
@@ -29,6 +30,7 @@ class Job(BaseModel):
     repeat: int = 0
     policy: str = "methodical"
     model: str | None = None
+    llm: LLMSettings | None = None  # the LLM policy's endpoint and limits (the API key stays in the env)
     max_probes: int = 20
     max_wall_s: float = 900
 
@@ -84,6 +86,7 @@ def run_job(job: Job) -> dict:
             run_id=new_run_id(),
             policy=job.policy,
             model=job.model,
+            llm=job.llm,
             target=target_from_alert(res.root / "alert.json", str(res.repo)),
             budget=Budget(max_probes=job.max_probes, max_wall_s=job.max_wall_s),
         )
@@ -174,6 +177,7 @@ def run_set(
     workers: int = 1,
     on_done: Callable[[dict, Score | None], None] | None = None,
     set_id: str | None = None,
+    llm: LLMSettings | None = None,
 ) -> tuple[str, list[dict]]:
     """Run every spec ``repeats`` times over ``workers`` processes; returns (set id, rows)."""
     from agent.state import new_run_id
@@ -191,6 +195,7 @@ def run_set(
             "started": t0,
             "policy": policy,
             "model": model,
+            "llm": llm.model_dump_json() if llm else None,
             "repeats": repeats,
             "workers": workers,
             "specs": json.dumps([str(s) for s in specs]),
@@ -199,7 +204,7 @@ def run_set(
         alter=True,
     )
     jobs = [
-        Job(spec=str(s), repeat=r, policy=policy, model=model)
+        Job(spec=str(s), repeat=r, policy=policy, model=model, llm=llm)
         for s in specs
         for r in range(repeats)
         if (str(s), r) not in done_before

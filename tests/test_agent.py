@@ -423,8 +423,9 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict(small, tmp_path):
     proc2 = sleuth("resume", run_id, "--db", str(db), "--json")
     assert proc2.returncode == 0, proc2.stderr[-2000:]
     v = json.loads(proc2.stdout)
-    assert v["run_id"] == run_id and v["status"] == "awaiting_approval"
-    assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"]
+    why = json.dumps({k: v.get(k) for k in ("status", "root_cause", "hypotheses", "notes")}, indent=1)[:4000]
+    assert v["run_id"] == run_id and v["status"] == "awaiting_approval", why
+    assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"], why
     assert cached_before >= 3  # finished measurements were there to reuse...
     cache = json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text())
     assert v["probes"] == sum(1 for e in cache.values() if e["samples"])  # ...each state measured once

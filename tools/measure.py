@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 import threading
@@ -84,7 +85,10 @@ class MeasureCache:
         self.lock = threading.Lock()
         self.data: dict[str, dict] = {}
         if self.path and self.path.is_file():
-            self.data = json.loads(self.path.read_text())
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:  # written by a version before saves were atomic: measure again
+                self.data = {}
 
     @staticmethod
     def key(tree: str, state: State, workload: Workload) -> str:
@@ -96,9 +100,13 @@ class MeasureCache:
             return self.data.setdefault(key, {"samples": [], "verify_ms": [], "launches": 0})
 
     def save(self) -> None:
+        """Atomically (a temporary file renamed over the old one): a process killed mid-save leaves
+        the previous cache whole, never a truncated file."""
         if self.path:
             with self.lock:
-                self.path.write_text(json.dumps(self.data))
+                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.data))
+                os.replace(tmp, self.path)
 
 
 class Measurer:

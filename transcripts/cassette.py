@@ -9,8 +9,10 @@ the hunt ever learned from the world (``Runtime.observe`` records them). Two way
 - **world** (``sleuth replay RUN --policy P``): another policy asks what it likes. Questions about
   git, the host and tools are answered when the recording holds the same call (name and args);
   measurements come from a pool of the recorded samples of each state (so a different number of
-  samples, or samples asked in a different order, can still be answered). A question the
-  recording cannot answer goes live (against the scenario rebuilt from its spec) or, offline,
+  samples, or samples asked in a different order, can still be answered). A model's call is
+  answered only when the recording holds the very same request (the same model shown the same
+  messages); otherwise the model is asked. A question the recording cannot answer goes live
+  (against the scenario rebuilt from its spec) or, offline,
   stops the replay with ``Unanswerable``.
 """
 
@@ -63,14 +65,15 @@ class Answer:
 
 
 def recorded_calls(events: list[dict]) -> list[tuple[int, str, dict, Answer]]:
-    """(seq, name, args, answer) of each tool_call followed by its tool_result."""
+    """(seq, name, args, answer) of each tool_call followed by its tool_result, and of each model
+    call (``llm_request`` followed by its ``llm_response``, named ``llm``)."""
     out = []
     pending: dict | None = None
     for e in events:
         payload = json.loads(e["payload"]) if isinstance(e["payload"], str) else e["payload"]
-        if e["kind"] == "tool_call":
+        if e["kind"] in ("tool_call", "llm_request"):
             pending = {"seq": e["seq"], **payload}
-        elif e["kind"] == "tool_result" and pending is not None:
+        elif e["kind"] in ("tool_result", "llm_response") and pending is not None:
             out.append(
                 (pending["seq"], pending["name"], pending["args"], Answer(payload.get("result"), payload.get("error")))
             )
@@ -153,6 +156,8 @@ class Cassette:
         if ans is not None:
             self.served += 1
             return ans
+        if name == "llm":  # the model under test is not the world: it answers even offline
+            return None
         if not self.live:
             raise Offline(f"--offline: the recording cannot answer {name} {_short(args)}")
         self.went_live += 1
