@@ -219,6 +219,11 @@ class Hunter:
             root_summary=hunt.root_summary,
             probes=hunt.probes,
             verdict=json.dumps(verdict(hunt)),
+            **(
+                {"tokens_in": hunt.conversation.tokens_in, "tokens_out": hunt.conversation.tokens_out}
+                if hunt.llm is not None
+                else {}
+            ),
         )
 
     # -- routing -----------------------------------------------------------------------------

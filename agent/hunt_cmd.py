@@ -42,10 +42,18 @@ AllowShellOpt = Annotated[
     list[str] | None, typer.Option(help="argv prefix the model may run, e.g. 'pip list' (repeatable); default none")
 ]
 MaxTurnsOpt = Annotated[int | None, typer.Option(min=1, help="model turns budget (--policy llm; default 40)")]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option(min=1, help="model tokens budget, input + output (--policy llm; default 400000)")
+]
 
 
 def llm_options(
-    policy: str, model: str | None, base_url: str | None, allow_shell: list[str] | None, max_turns: int | None = None
+    policy: str,
+    model: str | None,
+    base_url: str | None,
+    allow_shell: list[str] | None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
 ) -> LLMSettings | None:
     """The LLM settings of a command line, or a one-line error naming the option (exit 2)."""
     from agent.policy import POLICY_NAMES
@@ -53,7 +61,7 @@ def llm_options(
     if policy not in POLICY_NAMES:
         bad_input(f"--policy: unknown policy '{policy}' (known: {', '.join(POLICY_NAMES)})")
     try:
-        return settings_for(policy, model, base_url, allow_shell, max_turns)
+        return settings_for(policy, model, base_url, allow_shell, max_turns, max_tokens)
     except ValueError as exc:
         bad_input(str(exc))
 
@@ -246,10 +254,11 @@ def hunt_cmd(
     base_url: BaseUrlOpt = None,
     allow_shell: AllowShellOpt = None,
     max_turns: MaxTurnsOpt = None,
+    max_llm_tokens: MaxTokensOpt = None,
     db: DbOpt = None,
 ) -> None:
     """Hunt a regression in a real repository (local, or --host over SSH)."""
-    llm = llm_options(policy, model, base_url, allow_shell, max_turns)
+    llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
     if alert is not None:
         target = target_from_alert(alert, repo)
         if good:

@@ -141,7 +141,8 @@ class LLMPolicy(Methodical):
             rt.say(hunt, "error", hunt.error)
             return
         c.turns += 1
-        c.tokens += sum(reply["usage"].values())
+        c.tokens_in += reply["usage"].get("input", 0)
+        c.tokens_out += reply["usage"].get("output", 0)
         calls = reply["tool_calls"]
         wire = [
             {"id": k["id"], "type": "function", "function": {"name": k["name"], "arguments": k["raw_arguments"]}}

@@ -20,7 +20,7 @@ CATEGORY_NAMES = {
 
 def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
-    proposed_action.branch/.revert_sha/.detail)."""
+    proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
@@ -59,6 +59,16 @@ def verdict(hunt: Hunt) -> dict:
         "culprits": hunt.culprits,
         "after": hunt.after or None,
         "error": hunt.error,
+        "policy": hunt.policy,
+        "llm": (
+            {
+                "model": hunt.model,
+                "turns": hunt.conversation.turns,
+                "tokens": {"input": hunt.conversation.tokens_in, "output": hunt.conversation.tokens_out},
+            }
+            if hunt.llm is not None
+            else None
+        ),
     }
 
 
@@ -69,7 +79,13 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         "",
         f"**Status:** {hunt.status}  ",
         f"**Target:** {t.repo}" + (f" on {t.host}" if t.host else "") + "  ",
-        f"**Alert:** {t.summary or '-'}",
+        f"**Alert:** {t.summary or '-'}  ",
+        f"**Policy:** {hunt.policy}"
+        + (
+            f" ({hunt.model}: {hunt.conversation.turns} turns, {hunt.conversation.tokens:,} tokens)"
+            if hunt.llm is not None
+            else ""
+        ),
         "",
     ]
     lines += ["## Root cause", ""]
@@ -78,7 +94,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     else:
         lines.append(hunt.root_summary or hunt.error or "not found")
     if hunt.confirmation.get("text"):
-        lines += ["", f"Confirmation A/B (HEAD vs HEAD with the culprit reverted): {hunt.confirmation['text']}"]
+        what = " (HEAD vs HEAD with the culprit reverted)" if hunt.root_kind == "commit" else ""
+        lines += ["", f"Confirmation A/B{what}: {hunt.confirmation['text']}"]
     plan = hunt.confirmation.get("plan") or {}
     if hunt.root_kind == "commit" and plan.get("stat"):
         lines += ["", "Files of the culprit (`git show --stat`, as reverted):", "", "```"]

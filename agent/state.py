@@ -77,10 +77,15 @@ class Conversation(BaseModel):
 
     messages: list[dict] = []
     turns: int = 0
-    tokens: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
     invalid_streak: int = 0
     concluded: bool = False
     failed_confirmations: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
 
 
 class Measured(BaseModel):

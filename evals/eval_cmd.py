@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from agent.cli import progress
-from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
+from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTokensOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
 from agent.state import LLMSettings
 from evals import report
 from evals.runner import find_specs, rescore, run_set, set_rows
@@ -40,6 +40,7 @@ def eval_cmd(
     base_url: BaseUrlOpt = None,
     allow_shell: AllowShellOpt = None,
     max_turns: MaxTurnsOpt = None,
+    max_llm_tokens: MaxTokensOpt = None,
     repeats: Annotated[int, typer.Option(min=1)] = 1,
     workers: Annotated[int, typer.Option(min=1)] = 1,
     json_out: Annotated[bool, typer.Option("--json")] = False,
@@ -72,7 +73,7 @@ def eval_cmd(
             if report_path:
                 report.markdown(_set(store, s["id"]), set_rows(store, s["id"]), report_path)
             return
-        llm = llm_options(policy, model, base_url, allow_shell, max_turns)
+        llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
         if not paths and not resume:
             _bad("PATH: give spec files or folders (or --compare / --rescore / --resume)")
         if resume:

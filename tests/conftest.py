@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -105,3 +106,32 @@ def sleuth_in_process(*args: str):
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
     return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
+
+
+BENCH = "import random, lib; print(lib.COST * random.gauss(1, 0.005))\n"
+
+
+@pytest.fixture
+def tiny(tmp_path) -> tuple[Path, str]:
+    """A project that is not a server: its benchmark is a command printing one number (a probe
+    takes a fraction of a second). Commit 2 of 3 after the good one doubles the cost; returns
+    (repo, good sha)."""
+    repo = tmp_path / "tiny"
+    repo.mkdir()
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *ident, *a], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (repo / "bench.py").write_text(BENCH)
+    (repo / "lib.py").write_text("COST = 1.0\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    good = git("rev-parse", "HEAD")
+    for i, cost in enumerate(("1.0", "2.0", "2.0"), 1):
+        (repo / "lib.py").write_text(f"COST = {cost}\n# {i}\n")
+        git("commit", "-qam", f"change {i}")
+    return repo, good

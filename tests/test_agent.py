@@ -129,35 +129,12 @@ def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenari
     assert worktrees(repo) == 1 and set(servers_in_worktrees()) <= already
 
 
-def test_a_rejected_proposal_changes_nothing(small, tmp_path):
-    before = fingerprint(small.repo)
-    db = tmp_path / "runs.db"
-    proc = sleuth("hunt", "--alert", str(small.root / "alert.json"), "--db", str(db), "--json")
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    v = json.loads(proc.stdout)
-    assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"], proc.stdout
-    uncommitted = next(h for h in v["hypotheses"] if h["category"] == "uncommitted")
-    assert uncommitted["status"] == "refuted"
-    proc = sleuth("reject", v["run_id"], "--reason", "release freeze", "--db", str(db), "--json")
-    assert proc.returncode == 0
-    assert json.loads(proc.stdout)["proposed_action"]["status"] == "rejected"
-    assert fingerprint(small.repo) == before
-    assert sleuth("approve", v["run_id"], "--db", str(db)).returncode == 2  # nothing pending any more
-    # The whole run is in the store: browse it, search it.
-    runs = json.loads(sleuth("runs", "--db", str(db), "--json").stdout)
-    assert runs[0]["id"] == v["run_id"] and runs[0]["status"] == "concluded" and runs[0]["probes"] == v["probes"]
-    shown = json.loads(sleuth("show", v["run_id"], "--db", str(db), "--json").stdout)
-    kinds = {e["kind"] for e in shown["events"]}
-    assert {"tool_call", "tool_result", "measurement", "hypothesis", "verdict", "approval"} <= kinds
-    assert len(shown["hypotheses"]) == len(v["hypotheses"]) and shown["measurements"]
-    assert "release freeze" in sleuth("search", "freeze", "--db", str(db)).stdout
-    assert sleuth("show", "no-such-run", "--db", str(db)).returncode == 2
-
-
-def test_an_exhausted_budget_is_inconclusive_not_a_traceback(small, tmp_path):
-    proc = sleuth(
-        "hunt", "--alert", str(small.root / "alert.json"), "--db", str(tmp_path / "r.db"), "--max-probes", "2", "--json"
-    )
+def test_an_exhausted_budget_is_inconclusive_not_a_traceback(tiny, tmp_path):
+    repo, good = tiny
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--good-value", "1.0", "--samples", "3", "--max-probes", "2", "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
     assert proc.returncode == 1
     v = json.loads(proc.stdout)
     assert v["status"] == "inconclusive" and "probe budget of 2 exhausted" in v["error"]
@@ -404,7 +381,8 @@ def test_a_hunt_over_ssh(small, tmp_path, sshd):
     assert fingerprint(small.repo) == before
 
 
-def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict(small, tmp_path):
+def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_changes_nothing(small, tmp_path):
+    before = fingerprint(small.repo)
     db = tmp_path / "r.db"
     proc = _start_hunt(small, db)
     deadline = time.monotonic() + 120
@@ -429,7 +407,24 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict(small, tmp_path):
     assert cached_before >= 3  # finished measurements were there to reuse...
     cache = json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text())
     assert v["probes"] == sum(1 for e in cache.values() if e["samples"])  # ...each state measured once
-    assert sleuth("resume", run_id, "--db", str(db)).returncode == 2  # awaiting approval: not resumable
+    assert sleuth_in_process("resume", run_id, "--db", db).returncode == 2  # awaiting approval: not resumable
+    uncommitted = next(h for h in v["hypotheses"] if h["category"] == "uncommitted")
+    assert uncommitted["status"] == "refuted"
+    # A person rejects the proposal: nothing changes, and nothing is pending any more.
+    proc = sleuth_in_process("reject", run_id, "--reason", "release freeze", "--db", db, "--json")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["proposed_action"]["status"] == "rejected"
+    assert fingerprint(small.repo) == before
+    assert sleuth_in_process("approve", run_id, "--db", db).returncode == 2
+    # The whole run is in the store: browse it, search it.
+    runs = json.loads(sleuth_in_process("runs", "--db", db, "--json").stdout)
+    assert runs[0]["id"] == run_id and runs[0]["status"] == "concluded" and runs[0]["probes"] == v["probes"]
+    shown = json.loads(sleuth_in_process("show", run_id, "--db", db, "--json").stdout)
+    kinds = {e["kind"] for e in shown["events"]}
+    assert {"tool_call", "tool_result", "measurement", "hypothesis", "verdict", "approval"} <= kinds
+    assert len(shown["hypotheses"]) == len(v["hypotheses"]) and shown["measurements"]
+    assert "release freeze" in sleuth_in_process("search", "freeze", "--db", db).stdout
+    assert sleuth_in_process("show", "no-such-run", "--db", db).returncode == 2
 
 
 LYING_BENCH = """

@@ -9,6 +9,8 @@ import subprocess
 import textwrap
 
 from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.llm_server import ScriptedLLM
+from tests.test_llm_policy import calls
 
 TINY = """
 name = "tiny"
@@ -76,12 +78,19 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'tiny'").fetchone()[0]
     assert sleuth("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
 
-    # a second set (another policy; only the scenario that crashes, to keep this test short)
-    other = sleuth("eval", str(suite / "broken.toml"), "--policy", "bisect-only", "--db", str(db), "--json")
+    # a second set: the LLM policy, its model a scripted server the worker process reaches over HTTP
+    # (a model that gives up at once: the set is scored as such, with its tokens counted)
+    with ScriptedLLM([calls(("conclude", {"kind": "none", "summary": "looks like noise"}))]) as llm:
+        other = sleuth(
+            "eval", str(suite / "tiny.toml"), "--policy", "llm", "--model", "scripted", "--base-url", llm.base_url,
+            "--db", str(db), "--json",
+        )  # fmt: skip
     assert other.returncode == 0, other.stderr[-3000:]
+    row = json.loads(other.stdout)["rows"][0]
+    assert row["got_kind"] == "none" and not row["exact"] and row["llm_tokens"] == 120
     proc = sleuth("eval", "--compare", res["set"], json.loads(other.stdout)["set"], "--db", str(db))
-    assert proc.returncode == 0 and "methodical" in proc.stdout and "bisect-only" in proc.stdout
-    assert "| tiny | yes | - |" in proc.stdout
+    assert proc.returncode == 0 and "methodical" in proc.stdout and "llm" in proc.stdout
+    assert "| tiny | yes | no |" in proc.stdout
 
     proc = sleuth("eval", "--rescore", res["set"], "--db", str(db), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["aggregate"]["exact"] == res["aggregate"]["exact"]

@@ -11,8 +11,6 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from agent.llm_policy import fit_context, ledger_summary
 from agent.llm_tools import Surface, trim
 from agent.runtime import Runtime
@@ -167,6 +165,17 @@ def test_a_capable_model_solves_the_seed_story_and_its_replay_makes_no_http_call
     res = json.loads(rep.stdout)
     assert res["identical"] is True and res["status"] == "awaiting_approval"
     assert res["events"] == con.execute("select count(*) from events where run = ?", [run]).fetchone()[0]
+    # Another model against the recorded world: the model is asked, the world answers from the recording.
+    with ScriptedLLM(capable_model()) as other:
+        rep = sleuth_in_process(
+            "replay", run, "--policy", "llm", "--model", "scripted-other", "--base-url", other.base_url,
+            "--offline", "--json", "--db", db,
+        )  # fmt: skip
+        assert len(other.requests) == 10 and not other.errors
+    assert rep.returncode == 0, rep.stdout[-2000:]
+    world = json.loads(rep.stdout)
+    assert world["status"] == "awaiting_approval" and world["live"] == 0
+    assert world["root_cause"]["ref"] == v["root_cause"]["ref"]
 
 
 INJECTED = """
@@ -262,34 +271,7 @@ def test_text_in_tool_output_cannot_trigger_a_mutation(tmp_path):
     assert "git_land_revert" not in names and "host_run" not in names  # nothing the model said reached a mutation
 
 
-# -- robustness, on a tiny project whose benchmark is a command (a probe takes a fraction of a second) ---
-BENCH = "import random, lib; print(lib.COST * random.gauss(1, 0.005))\n"
-
-
-@pytest.fixture
-def tiny(tmp_path) -> tuple[Path, str]:
-    """A repo where commit 3 of 4 doubles the cost; returns (repo, good sha)."""
-    repo = tmp_path / "tiny"
-    repo.mkdir()
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-
-    def git(*a: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), *ident, *a], check=True, capture_output=True, text=True
-        ).stdout.strip()
-
-    git("init", "-q")
-    (repo / "bench.py").write_text(BENCH)
-    (repo / "lib.py").write_text("COST = 1.0\n")
-    git("add", ".")
-    git("commit", "-qm", "init")
-    good = git("rev-parse", "HEAD")
-    for i, cost in enumerate(("1.0", "2.0", "2.0"), 1):
-        (repo / "lib.py").write_text(f"COST = {cost}\n# {i}\n")
-        git("commit", "-qam", f"change {i}")
-    return repo, good
-
-
+# -- robustness, on the tiny project of conftest.py (its benchmark is a command: a probe takes a moment) ---
 def tiny_hunt(repo: Path, good: str, llm: ScriptedLLM, db: Path, *extra: str):
     return sleuth_in_process(
         "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
@@ -380,6 +362,17 @@ def test_the_turn_budget_ends_the_run_inconclusive(tiny, tmp_path):
         assert len(llm.requests) == 2
     v = json.loads(proc.stdout)
     assert v["status"] == "inconclusive" and "model-turn budget of 2 exhausted" in v["error"]
+
+
+def test_the_token_budget_ends_the_run_inconclusive(tiny, tmp_path):
+    repo, good = tiny
+    script = [{**calls(("git_status", {})), "prompt_tokens": 900, "completion_tokens": 200}] * 3
+    with ScriptedLLM(script) as llm:
+        proc = tiny_hunt(repo, good, llm, tmp_path / "r.db", "--max-llm-tokens", "2000")
+        assert len(llm.requests) == 2  # 1,100 then 2,200 tokens: no third call
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive" and "token budget of 2,000 exhausted (2,200 used)" in v["error"]
+    assert v["llm"] == {"model": "scripted", "turns": 2, "tokens": {"input": 1800, "output": 400}}
 
 
 def test_an_allowed_shell_runs_argv_prefixes_only(tiny, tmp_path):
