@@ -136,7 +136,8 @@ def register() -> None:
     import agent.hunt_cmd
     import agent.import_cmd
     import agent.replay_cmd
-    import agent.runs_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`, `replay`
+    import agent.runs_cmd
+    import agent.serve_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`, `replay`, `serve`
 
     _load_plugins()
     _registered = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import tempfile
 import time
@@ -25,7 +26,7 @@ from tools.bench import BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
-from transcripts.store import default_path
+from transcripts.store import Store, default_path
 
 
 def default_db() -> Path:
@@ -155,8 +156,9 @@ def run_hunt(
     policy: str = "methodical",
     model: str | None = None,
     llm: LLMSettings | None = None,
+    run_id: str | None = None,
 ) -> None:
-    hunt = Hunt(run_id=new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
+    hunt = Hunt(run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
     approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
     view = LiveView(live and not json_out and console.is_terminal)
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
@@ -255,16 +257,29 @@ def hunt_cmd(
     allow_shell: AllowShellOpt = None,
     max_turns: MaxTurnsOpt = None,
     max_llm_tokens: MaxTokensOpt = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="the new run's id (default: time + random); `sleuth serve` names its runs")
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Hunt a regression in a real repository (local, or --host over SSH)."""
     llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
+    if run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", run_id):
+        bad_input(f"--run-id: '{run_id}' is not a run id (letters, digits, . _ -)")
+    if run_id is not None:
+        store = Store(db or default_db())
+        taken = store.run(run_id) is not None
+        store.close()
+        if taken:
+            bad_input(f"--run-id: run '{run_id}' already exists")
     if alert is not None:
         target = target_from_alert(alert, repo)
         if good:
             target.good_ref = good
         if launch:
             target.launch = launch
+        if lower_is_better:
+            target.higher_is_better = False
     elif bench is not None:
         if not repo:
             bad_input("--repo: required")
@@ -319,6 +334,7 @@ def hunt_cmd(
         policy=policy,
         model=model,
         llm=llm,
+        run_id=run_id,
     )
 
 
@@ -346,11 +362,12 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
 def approve(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     branch: Annotated[str | None, typer.Option(help="branch for the revert (default sleuth/revert-SHA)")] = None,
+    reason: Annotated[str, typer.Option(help="why (recorded with the approval)")] = "approved",
     json_out: Annotated[bool, typer.Option("--json")] = False,
     db: DbOpt = None,
 ) -> None:
     """Approve a run's proposed action: it is applied, re-measured and reported."""
-    _resume(run_id, Decision(approved=True, reason="approved", branch=branch), db, json_out)
+    _resume(run_id, Decision(approved=True, reason=reason, branch=branch), db, json_out)
 
 
 @app.command("reject")

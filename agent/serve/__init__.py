@@ -1,0 +1,1 @@
+"""``sleuth serve``: alerts in, hunts queued and run, a person approves on a web page."""

@@ -1,0 +1,86 @@
+"""``targets.toml``: which alerts start which hunts, and how the service runs them.
+
+```toml
+token = "..."                 # bearer token for every mutation (or $SLEUTH_TOKEN); none: no mutations
+concurrency = 1               # hunts (and approvals) at a time
+db = "/var/lib/sleuth/runs.db"  # default: $SLEUTH_DB or the XDG data dir
+
+[[targets]]
+name = "eagle3-gpu-node-1"
+match = { alertname = "ThroughputRegression", host = "gpu-node-1" }   # every label must equal
+repo = "/srv/sglang"
+host = "gpu-node-1"           # an ssh alias; omit for this machine
+launch = "..."                # default: the alert's annotations.launch_command
+lower_is_better = false
+good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else the reflog
+policy = "methodical"
+budget = { max_probes = 20, max_wall_s = 1800, samples = 5 }
+```
+
+The first target whose ``match`` labels all equal the alert's labels takes it; an alert no target
+matches is recorded and answered ``unmatched``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agent.state import Budget
+
+
+class ConfigError(ValueError):
+    """The config file is unusable; the message names the file and the field."""
+
+
+class ServeTarget(BaseModel):
+    name: str = Field(min_length=1)
+    match: dict[str, str] = Field(min_length=1)
+    repo: str = Field(min_length=1)
+    host: str | None = None
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    launch: str | None = None
+    lower_is_better: bool = False
+    good_ref: str | None = None
+    policy: str = "methodical"
+    model: str | None = None
+    base_url: str | None = None
+    budget: Budget = Budget()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match.items())
+
+
+class ServeConfig(BaseModel):
+    token: str | None = None
+    concurrency: int = Field(default=1, ge=1, le=64)
+    db: str | None = None
+    targets: list[ServeTarget] = []
+
+    def bearer(self) -> str | None:
+        return self.token or os.environ.get("SLEUTH_TOKEN") or None
+
+    def target_for(self, labels: dict[str, str]) -> ServeTarget | None:
+        return next((t for t in self.targets if t.matches(labels)), None)
+
+
+def load_config(path: str | Path | None) -> ServeConfig:
+    if path is None:
+        return ServeConfig()
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not TOML ({exc})") from exc
+    try:
+        return ServeConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{p}: {field}: {err['msg']}") from exc

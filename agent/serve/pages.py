@@ -1,0 +1,44 @@
+"""The service's HTML: server-rendered (Jinja2, autoescaped), a little JavaScript only where a
+page must act (the approval buttons) or follow a run that is still moving (a reload while it runs).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+LIVE = ("queued", "running", "applying", "rejecting")
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("agent.serve", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["when"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+    env.filters["short"] = lambda ref: (ref or "")[:10]
+    return env
+
+
+def runs_page(rows: list[dict]) -> str:
+    return _env().get_template("runs.html").render(runs=rows, live=any(r["status"] in LIVE for r in rows))
+
+
+def run_page(run: dict, report: str | None) -> str:
+    verdict = run.get("verdict") or {}
+    hyps = run.get("hypotheses") or []
+    current = next((h for h in hyps if h.get("status") == "open"), None)
+    return (
+        _env()
+        .get_template("run.html")
+        .render(
+            run=run,
+            verdict=verdict,
+            action=verdict.get("proposed_action"),
+            after=verdict.get("after"),
+            regression=verdict.get("regression") or {},
+            current=current,
+            report=report,
+            live=run["status"] in LIVE,
+        )
+    )

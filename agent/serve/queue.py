@@ -1,0 +1,243 @@
+"""The service's work queue: alerts become hunt jobs, approvals become apply jobs; every job is a
+``sleuth`` process of its own, at most ``concurrency`` at a time.
+
+Everything is in the run store (tables ``serve_alerts`` and ``serve_jobs``), so a restarted
+service picks up where the last one stopped: queued jobs run; a job that was running when the
+service died is continued - a hunt whose run reached a checkpoint with ``sleuth resume``, one that
+never started from the beginning, an approval whose run still waits for it again. Runs paused
+at the approval interrupt need nothing: they are in the store and the page shows them.
+
+A job is a process, not a thread, so a hunt that crashes cannot take the service with it, and
+stopping the service stops (SIGTERM) the hunts it started; their servers and worktrees are
+cleaned up the way ``sleuth hunt`` always does on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from agent.serve.config import ServeConfig, ServeTarget
+from agent.serve.payloads import Alert
+from agent.state import new_run_id
+from transcripts.store import Store
+
+ACTIVE = ("queued", "running")
+
+
+def sleuth_command() -> list[str]:
+    """How to start ``sleuth`` in a child process: this interpreter, this package."""
+    return [sys.executable, "-c", "from agent.cli import main; main()"]
+
+
+class HuntQueue:
+    def __init__(self, config: ServeConfig, db: Path, command: list[str] | None = None) -> None:
+        self.config, self.db = config, db
+        self.command = command or sleuth_command()
+        self.store = Store(db)
+        self.work = db.parent / "serve"
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.Lock()
+        self.wake = threading.Condition()
+        self.stopping = False
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.threads: list[threading.Thread] = []
+        self._recover()
+
+    # -- the tables ------------------------------------------------------------------------------
+    def _jobs(self, where: str = "1", args: list | None = None) -> list[dict]:
+        if "serve_jobs" not in self.store.db.table_names():
+            return []
+        with self.lock:
+            return list(self.store.db["serve_jobs"].rows_where(where, args or [], order_by="created"))
+
+    def _put_job(self, **row) -> dict:
+        row = {"id": uuid.uuid4().hex[:12], "created": time.time(), "status": "queued", **row}
+        with self.lock:
+            self.store.db["serve_jobs"].insert(row, pk="id", alter=True)
+        with self.wake:
+            self.wake.notify_all()
+        return row
+
+    def _update_job(self, job_id: str, **fields) -> None:
+        with self.lock:
+            self.store.db["serve_jobs"].update(job_id, fields, alter=True)
+
+    def job_for_run(self, run_id: str) -> dict | None:
+        jobs = self._jobs("run_id = ?", [run_id])
+        return jobs[-1] if jobs else None
+
+    def queued_runs(self) -> list[dict]:
+        """Jobs whose run has no row in the store yet (waiting for a free slot)."""
+        known = {r["id"] for r in self.store.runs(limit=100000)}
+        return [j for j in self._jobs("kind = 'hunt' and status in ('queued', 'running')") if j["run_id"] not in known]
+
+    # -- alerts in ---------------------------------------------------------------------------------
+    def take(self, alert: Alert, source: str) -> dict:
+        """Record an alert and act on it: a firing one starts a hunt (or joins the hunt already
+        running for the same fingerprint); a resolved one is recorded. Returns what happened."""
+        fp = alert.key()
+        target = self.config.target_for(alert.labels)
+        row = {
+            "fingerprint": fp,
+            "status": alert.status,
+            "received": time.time(),
+            "source": source,
+            "labels": json.dumps(alert.labels),
+            "annotations": json.dumps(alert.annotations),
+            "target": target.name if target else None,
+        }
+        out: dict = {"fingerprint": fp, "status": alert.status, "target": row["target"], "run_id": None}
+        if alert.status == "resolved":
+            out["action"] = "recorded"
+        elif target is None:
+            out["action"] = "unmatched"
+        else:
+            active = self._jobs("kind = 'hunt' and fingerprint = ? and status in ('queued', 'running')", [fp])
+            if active:
+                out["action"], out["run_id"] = "joined", active[-1]["run_id"]
+            else:
+                run_id = new_run_id()
+                alert_file = self.work / f"alert-{run_id}.json"
+                alert_file.write_text(json.dumps(alert.model_dump(), indent=2))
+                self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
+                out["action"], out["run_id"] = "queued", run_id
+        row["action"], row["run_id"] = out["action"], out["run_id"]
+        with self.lock:
+            self.store.db["serve_alerts"].insert(row, alter=True)
+        return out
+
+    def decide(self, run_id: str, approved: bool, reason: str, branch: str | None = None) -> dict:
+        """Queue the approval (or rejection) of a run awaiting it; the job resumes the graph."""
+        pending = self._jobs(
+            "run_id = ? and kind in ('approve', 'reject') and status in ('queued', 'running')", [run_id]
+        )
+        if pending:
+            return pending[-1]
+        return self._put_job(kind="approve" if approved else "reject", run_id=run_id, reason=reason, branch=branch)
+
+    # -- running jobs ------------------------------------------------------------------------------
+    def argv(self, job: dict) -> list[str]:
+        db = ["--db", str(self.db), "--json"]
+        if job["kind"] == "approve":
+            branch = ["--branch", job["branch"]] if job.get("branch") else []
+            return [*self.command, "approve", job["run_id"], "--reason", job.get("reason") or "approved", *branch, *db]
+        if job["kind"] == "reject":
+            return [*self.command, "reject", job["run_id"], "--reason", job.get("reason") or "rejected", *db]
+        if job["kind"] == "resume":
+            return [*self.command, "resume", job["run_id"], *db]
+        t = next((x for x in self.config.targets if x.name == job["target"]), None)
+        if t is None:
+            raise RuntimeError(f"target '{job['target']}' is no longer in the config")
+        return [*self.command, "hunt", "--alert", job["alert"], "--run-id", job["run_id"], *_target_args(t), *db]
+
+    def _run(self, job: dict) -> None:
+        log = self.work / f"job-{job['id']}.log"
+        try:
+            argv = self.argv(job)
+        except RuntimeError as exc:
+            self._update_job(job["id"], status="failed", ended=time.time(), error=str(exc))
+            return
+        with open(log, "w") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[job["id"]] = proc
+        self._update_job(job["id"], status="running", started=time.time(), pid=proc.pid, log=str(log))
+        rc = proc.wait()
+        self.procs.pop(job["id"], None)
+        if self.stopping:
+            return  # interrupted by the service's own stop: the next start continues it
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        self._update_job(
+            job["id"],
+            status="done" if rc in (0, 1) else "failed",  # 1: the hunt ran and was inconclusive
+            ended=time.time(),
+            exit_code=rc,
+            error=None if rc in (0, 1) else (tail[0][:500] if tail else f"exit {rc}"),
+        )
+
+    def _next(self) -> dict | None:
+        with self.lock:
+            rows = (
+                list(self.store.db["serve_jobs"].rows_where("status = 'queued'", order_by="created", limit=1))
+                if "serve_jobs" in self.store.db.table_names()
+                else []
+            )
+            if rows:
+                self.store.db["serve_jobs"].update(rows[0]["id"], {"status": "starting"})
+        return rows[0] if rows else None
+
+    def _worker(self) -> None:
+        while not self.stopping:
+            job = self._next()
+            if job is None:
+                with self.wake:
+                    self.wake.wait(timeout=1.0)
+                continue
+            self._run(job)
+
+    def start(self) -> None:
+        for i in range(self.config.concurrency):
+            t = threading.Thread(target=self._worker, name=f"sleuth-serve-{i}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop(self) -> None:
+        """Stop taking jobs and SIGTERM the running ones (they stop their servers on the way out)."""
+        self.stopping = True
+        with self.wake:
+            self.wake.notify_all()
+        for proc in list(self.procs.values()):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in list(self.procs.values()):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        for t in self.threads:
+            t.join(timeout=5)
+        self.store.close()
+
+    # -- a restart ---------------------------------------------------------------------------------
+    def _recover(self) -> None:
+        """Jobs the last service left running (or starting) are continued."""
+        for job in self._jobs("status in ('running', 'starting')"):
+            run = self.store.run(job["run_id"])
+            self._update_job(job["id"], status="interrupted", ended=time.time())
+            if job["kind"] == "hunt" and run is None:
+                self._put_job(kind="hunt", run_id=job["run_id"], fingerprint=job["fingerprint"],
+                              target=job["target"], alert=job["alert"])  # fmt: skip
+            elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] == "running":
+                self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
+            elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
+                self._put_job(
+                    kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch")
+                )
+
+
+def _target_args(t: ServeTarget) -> list[str]:
+    args = ["--repo", t.repo, "--policy", t.policy]
+    for flag, value in (
+        ("--host", t.host),
+        ("--ssh-config", t.ssh_config),
+        ("--known-hosts", t.known_hosts),
+        ("--launch", t.launch),
+        ("--good", t.good_ref),
+        ("--model", t.model),
+        ("--base-url", t.base_url),
+    ):
+        if value:
+            args += [flag, value]
+    if t.lower_is_better:
+        args.append("--lower-is-better")
+    b = t.budget
+    args += ["--max-probes", str(b.max_probes), "--max-wall", str(b.max_wall_s), "--samples", str(b.samples)]
+    return args

@@ -1,0 +1,79 @@
+"""``sleuth serve [--bind 127.0.0.1:8080] [--config targets.toml] [--db PATH]``."""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli import app, bad_input, console
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6); a one-line error names --bind."""
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or not host:
+        bad_input(f"--bind: '{bind}' is not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("serve")
+def serve(
+    bind: Annotated[str, typer.Option(help="HOST:PORT to listen on")] = "127.0.0.1:8080",
+    config: Annotated[Path | None, typer.Option(help="targets.toml: alert labels -> what to hunt")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="run store (default: the config's, $SLEUTH_DB, XDG)")] = None,
+) -> None:
+    """Take alerts over HTTP (Alertmanager webhook or plain JSON), hunt them, and let a person
+    approve or reject the proposed fix on a web page."""
+    import uvicorn
+
+    from agent.serve.app import create_app
+    from agent.serve.config import ConfigError, load_config
+    from agent.serve.queue import HuntQueue
+    from transcripts.store import default_path
+
+    host, port = parse_bind(bind)
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        bad_input(f"--config: {exc}")
+    store_path = db or (Path(cfg.db) if cfg.db else default_path())
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    loopback = is_loopback(host)
+    if not cfg.bearer():
+        console.print("no token configured (config 'token' or SLEUTH_TOKEN): alerts and approvals are refused")
+    queue = HuntQueue(cfg, store_path)
+    web = create_app(cfg, store_path, queue, loopback=loopback)
+    server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", access_log=False))
+    queue.start()
+    console.print(f"sleuth serve on http://{bind}  store {store_path}  {len(cfg.targets)} target(s)", highlight=False)
+    # uvicorn shuts down gracefully on SIGTERM / SIGINT, then raises the signal again to the handler
+    # it found: ours turns it into an orderly stop of the queue (the running hunts get SIGTERM too).
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        server.run()
+    except (_Stopped, KeyboardInterrupt):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        queue.stop()
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    raise _Stopped()

@@ -1,0 +1,360 @@
+"""`sleuth serve`: Alertmanager webhooks (firing, resolved, malformed) and plain alerts over real
+HTTP, the bearer token on every mutation, the queue surviving a restart, and one end-to-end run in
+a real headless Chromium: an alert for a lab scenario, the run awaiting approval, Approve clicked,
+the recovered throughput on the page."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from agent.serve.app import create_app
+from agent.serve.config import load_config
+from agent.serve.queue import HuntQueue
+from evals.fingerprint import fingerprint
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.test_eval import TINY
+from transcripts.store import Store
+
+TOKEN = "s3cret-token-for-tests"
+CONFIG = """
+token = "{token}"
+concurrency = 1
+
+[[targets]]
+name = "minisglang"
+match = {{ alertname = "ThroughputRegression", service = "minisglang" }}
+repo = "{repo}"
+budget = {{ max_probes = 12, max_wall_s = 600, samples = 3 }}
+"""
+FIRING = {
+    "version": "4",
+    "groupKey": '{}:{alertname="ThroughputRegression"}',
+    "status": "firing",
+    "receiver": "perf-sleuth",
+    "commonLabels": {"alertname": "ThroughputRegression", "service": "minisglang"},
+    "commonAnnotations": {"summary": "throughput 89 -> 70 tok/s", "good_value": "89"},
+    "alerts": [
+        {
+            "status": "firing",
+            "labels": {"alertname": "ThroughputRegression", "service": "minisglang", "host": "gpu-node-1"},
+            "annotations": {},
+            "startsAt": "2026-12-02T09:00:00Z",
+            "fingerprint": "708aa88aebecc4c0",
+        }
+    ],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """The FastAPI app on uvicorn in a thread, on 127.0.0.1, over real HTTP; its queue not started,
+    so what the alerts queue stays inspectable (the end-to-end test runs the real thing)."""
+
+    def __init__(self, tmp: Path, config_text: str) -> None:
+        (tmp / "targets.toml").write_text(config_text)
+        self.db = tmp / "runs.db"
+        self.cfg = load_config(tmp / "targets.toml")
+        self.queue = HuntQueue(self.cfg, self.db)
+        self.port = free_port()
+        app = create_app(self.cfg, self.db, self.queue)
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Service:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.queue.store.close()
+
+
+@pytest.fixture
+def service(tmp_path):
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo=tmp_path / "repo")) as s:
+        yield s
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_a_firing_alert_queues_a_hunt_and_a_repeat_joins_it(service):
+    r = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH)
+    assert r.status_code == 200, r.text
+    first = r.json()["alerts"][0]
+    assert (
+        first["action"] == "queued" and first["target"] == "minisglang" and first["fingerprint"] == "708aa88aebecc4c0"
+    )
+    again = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+    assert again["action"] == "joined" and again["run_id"] == first["run_id"]
+    runs = httpx.get(f"{service.url}/runs").json()["runs"]
+    assert [(r["id"], r["status"]) for r in runs] == [(first["run_id"], "queued")]
+    one = httpx.get(f"{service.url}/runs/{first['run_id']}").json()
+    assert one["status"] == "queued" and one["job"]["kind"] == "hunt"
+    # The job's alert file holds the merged alert (common labels and annotations, the alert's own)
+    alert = json.loads(Path(one["job"]["alert"]).read_text())
+    assert alert["labels"]["host"] == "gpu-node-1" and alert["annotations"]["good_value"] == "89"
+
+
+def test_a_resolved_alert_is_recorded_and_starts_nothing(service):
+    resolved = {**FIRING, "status": "resolved", "alerts": [{**FIRING["alerts"][0], "status": "resolved"}]}
+    r = httpx.post(f"{service.url}/alerts/alertmanager", json=resolved, headers=AUTH)
+    assert r.status_code == 200 and r.json()["alerts"][0]["action"] == "recorded"
+    assert httpx.get(f"{service.url}/runs").json()["runs"] == []
+    rows = list(Store(service.db).db["serve_alerts"].rows)
+    assert [(a["status"], a["action"]) for a in rows] == [("resolved", "recorded")]
+
+
+def test_an_alert_no_target_matches_is_answered_unmatched(service):
+    plain = {"labels": {"alertname": "DiskFull"}, "annotations": {"summary": "disk"}}
+    r = httpx.post(f"{service.url}/alerts", json=plain, headers=AUTH)
+    assert r.status_code == 200 and r.json()["action"] == "unmatched" and r.json()["run_id"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda p: p.pop("version"), ["body", "version"]),
+        (lambda p: p.update(version="3"), ["body", "version"]),
+        (lambda p: p.update(alerts=[]), ["body", "alerts"]),
+        (lambda p: p["alerts"][0].update(status="pending"), ["body", "alerts", 0, "status"]),
+        (lambda p: p["alerts"][0].pop("labels"), ["body", "alerts", 0, "labels"]),
+    ],
+)
+def test_a_malformed_payload_gets_422_naming_the_field(service, change, field):
+    payload = json.loads(json.dumps(FIRING))
+    change(payload)
+    r = httpx.post(f"{service.url}/alerts/alertmanager", json=payload, headers=AUTH)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == field
+    assert httpx.get(f"{service.url}/runs").json()["runs"] == []  # nothing queued
+
+
+def test_mutations_need_the_bearer_token_reads_on_loopback_do_not(service):
+    assert httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=wrong).status_code == 401
+    assert httpx.post(f"{service.url}/runs/any/approve", json={}).status_code == 401
+    assert httpx.get(f"{service.url}/runs").status_code == 200
+    assert httpx.get(f"{service.url}/runs/nope").status_code == 404
+    page = httpx.get(f"{service.url}/", headers={"Accept": "text/html"})
+    assert page.status_code == 200 and "perf-sleuth runs" in page.text
+
+
+def test_without_a_configured_token_mutations_are_refused(tmp_path):
+    with Service(tmp_path, CONFIG.replace('token = "{token}"\n', "").format(repo=tmp_path)) as s:
+        r = httpx.post(f"{s.url}/alerts/alertmanager", json=FIRING, headers=AUTH)
+        assert r.status_code == 403 and "set token in the config or SLEUTH_TOKEN" in r.json()["detail"]
+
+
+def test_approving_a_run_that_is_not_waiting_is_a_conflict(service):
+    s = Store(service.db)
+    s.start_run("r1", status="concluded")
+    s.close()
+    r = httpx.post(f"{service.url}/runs/r1/approve", json={"reason": "ok"}, headers=AUTH)
+    assert r.status_code == 409 and "not awaiting approval (concluded)" in r.json()["detail"]
+    r = httpx.post(f"{service.url}/runs/r1/reject", json={"reason": " "}, headers=AUTH)
+    assert r.status_code in (409, 422)
+
+
+def test_a_restarted_service_continues_what_the_last_one_left(tmp_path):
+    """Jobs the last service left 'running' come back: a hunt that never got a run row starts
+    again, a hunt whose run checkpointed is resumed, an approval whose run still waits is redone."""
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path))
+    cfg = load_config(tmp_path / "t.toml")
+    db = tmp_path / "runs.db"
+    s = Store(db)
+    s.start_run("started", status="running")
+    s.start_run("waiting", status="awaiting_approval")
+    s.db["serve_jobs"].insert_all(
+        [
+            {
+                "id": "j1",
+                "created": 1,
+                "status": "running",
+                "kind": "hunt",
+                "run_id": "never",
+                "fingerprint": "f1",
+                "target": "minisglang",
+                "alert": "a1.json",
+            },
+            {
+                "id": "j2",
+                "created": 2,
+                "status": "running",
+                "kind": "hunt",
+                "run_id": "started",
+                "fingerprint": "f2",
+                "target": "minisglang",
+                "alert": "a2.json",
+            },
+            {
+                "id": "j3",
+                "created": 3,
+                "status": "running",
+                "kind": "approve",
+                "run_id": "waiting",
+                "reason": "ok",
+                "branch": None,
+                "fingerprint": None,
+                "target": None,
+                "alert": None,
+            },
+            {
+                "id": "j4",
+                "created": 4,
+                "status": "queued",
+                "kind": "hunt",
+                "run_id": "later",
+                "fingerprint": "f4",
+                "target": "minisglang",
+                "alert": "a4.json",
+            },
+        ],
+        pk="id",
+    )
+    s.close()
+    q = HuntQueue(cfg, db)
+    jobs = {j["id"]: j for j in q._jobs()}
+    assert {jobs[j]["status"] for j in ("j1", "j2", "j3")} == {"interrupted"} and jobs["j4"]["status"] == "queued"
+    again = sorted((j["kind"], j["run_id"]) for j in jobs.values() if j["id"] not in ("j1", "j2", "j3", "j4"))
+    assert again == [("approve", "waiting"), ("hunt", "never"), ("resume", "started")]
+    q.store.close()
+
+
+def test_the_queue_runs_each_job_as_a_process_with_the_targets_options(tmp_path):
+    """The job's process is real (a stand-in for sleuth that records its argv); at most
+    ``concurrency`` at a time; its exit code lands on the job."""
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo"))
+    recorder = tmp_path / "argv.json"
+    stand_in = [sys.executable, "-c", f"import json, sys; open({str(recorder)!r}, 'w').write(json.dumps(sys.argv[1:]))"]
+    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in)
+    from agent.serve.payloads import Alert
+
+    taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
+    q.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and q.job_for_run(taken["run_id"])["status"] != "done":
+        time.sleep(0.05)
+    q.stop()
+    argv = json.loads(recorder.read_text())
+    assert argv[:2] == ["hunt", "--alert"] and argv[3:5] == ["--run-id", taken["run_id"]]
+    assert argv[argv.index("--repo") + 1] == str(tmp_path / "repo")
+    assert argv[argv.index("--samples") + 1] == "3" and argv[argv.index("--max-probes") + 1] == "12"
+    assert argv[-3:] == ["--db", str(tmp_path / "runs.db"), "--json"]
+
+
+def test_serve_bad_input_is_one_line_exit_2(tmp_path):
+    (tmp_path / "bad.toml").write_text("concurrency = 0\n")
+    proc = sleuth_in_process("serve", "--config", tmp_path / "bad.toml")
+    assert (
+        proc.returncode == 2 and "--config: " in proc.stderr and "concurrency: Input should be greater" in proc.stderr
+    )
+    proc = sleuth_in_process("serve", "--bind", "localhost")
+    assert proc.returncode == 2 and "--bind: 'localhost' is not HOST:PORT" in proc.stderr
+    proc = sleuth_in_process("hunt", "--repo", tmp_path, "--bench", "true", "--good", "HEAD", "--run-id", "../x")
+    assert proc.returncode == 2 and "--run-id" in proc.stderr
+
+
+# -- end to end: a real service process, a real hunt, a real browser ------------------------------
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _chromium_or_skip() -> None:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("SLEUTH_REQUIRE_BROWSER"):
+            pytest.fail("SLEUTH_REQUIRE_BROWSER is set but /usr/bin/chromium is missing (apt-get install chromium)")
+        pytest.skip("no chromium here (apt-get install chromium; .ci/run installs it)")
+
+
+def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_shown(tmp_path):
+    _chromium_or_skip()
+    from playwright.sync_api import expect, sync_playwright
+
+    (tmp_path / "tiny.toml").write_text(textwrap.dedent(TINY))
+    res = build(load_spec(tmp_path / "tiny.toml"), tmp_path / "scenario")
+    before = fingerprint(res.repo)
+    (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=res.repo))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    db = tmp_path / "store" / "runs.db"
+    serve = subprocess.Popen(
+        [
+            sleuth_exe(),
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--config",
+            str(tmp_path / "targets.toml"),
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        payload = json.loads((res.root / "alert.json").read_text())
+        run_id = httpx.post(f"{url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0]["run_id"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(f"{url}/")
+            expect(page.get_by_role("link", name=run_id)).to_be_visible()
+            page.get_by_role("link", name=run_id).click()
+            # The page follows the hunt (it reloads itself while it runs) until it waits for a person.
+            expect(page.locator("#status")).to_have_text("awaiting approval", timeout=240_000)
+            expect(page.locator("#root-cause")).to_contain_text(res.truth["root_causes"][0]["ref"])
+            page.fill("#reason", "the A/B is convincing")
+            page.fill("#token", TOKEN)
+            page.once("dialog", lambda d: d.accept())
+            page.click("#approve")
+            expect(page.locator("#after")).to_contain_text("of the drop recovered", timeout=180_000)
+            expect(page.locator("#status")).to_have_text("concluded")
+            expect(page.locator("#action-status")).to_have_text("applied")
+            browser.close()
+        v = httpx.get(f"{url}/runs/{run_id}").json()["verdict"]
+        assert v["proposed_action"]["status"] == "applied" and v["after"]["recovered_pct_of_drop"] > 50
+        approval = [e for e in Store(db).events(run_id) if e["kind"] == "approval"]
+        assert "the A/B is convincing" in approval[0]["text"]
+        # The revert landed on a new branch; the user's checkout and its uncommitted work are as they were.
+        after = fingerprint(res.repo)
+        assert {k: v for k, v in after.items() if k != "refs"} == {k: v for k, v in before.items() if k != "refs"}
+        added = set(after["refs"].splitlines()) - set(before["refs"].splitlines())
+        assert [line.split("\t")[1] for line in added] == [f"refs/heads/{v['proposed_action']['branch']}"]
+    finally:
+        serve.terminate()
+        out, _ = serve.communicate(timeout=60)
+    assert serve.returncode == 0, out[-3000:]
