@@ -21,6 +21,7 @@ from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bo
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
 from tools.measure import Measurer, Workload
+from tools.pool import PoolError, RayProbePool, SSHProbePool, load_pool
 from tools.ssh import SSHHost
 
 
@@ -33,6 +34,27 @@ def _host(alias: str | None, known_hosts: Path | None, accept_new: bool) -> Host
     except HostError as exc:
         bad_input(f"--host {alias}: {exc}")
     return host
+
+
+def _pool(pool: Path | None, ray_nodes: list[str] | None, address: str | None, workdir: Path):
+    """The probe pool the options name (None: probes on --host alone)."""
+    if pool is not None:
+        try:
+            return SSHProbePool(load_pool(pool), workdir / "pool")
+        except PoolError as exc:
+            bad_input(f"--pool: {exc}")
+    if ray_nodes:
+        nodes = {}
+        for item in ray_nodes:
+            name, sep, path = item.partition("=")
+            if not sep or not name or not path:
+                bad_input(f"--ray-node: '{item}' is not RESOURCE=REPO")
+            nodes[name] = path
+        try:
+            return RayProbePool(nodes, address=address, workdir=str(workdir / "ray"))
+        except PoolError as exc:
+            bad_input(f"--ray-node: {exc}")
+    return None
 
 
 @app.command("bisect")
@@ -51,7 +73,17 @@ def bisect_cmd(
     known_hosts: Annotated[Path | None, typer.Option(help="known_hosts file for --host")] = None,
     accept_new_host_key: Annotated[bool, typer.Option(help="trust an unknown host key (never a changed one)")] = False,
     first_parent: Annotated[bool, typer.Option(help="bisect the first-parent line only")] = False,
-    k: Annotated[int, typer.Option(min=1, max=16, help="probes in flight per round")] = 1,
+    k: Annotated[int, typer.Option(min=1, max=16, help="probes in flight per round (default: the pool's size)")] = 1,
+    bench: Annotated[
+        str | None, typer.Option(help="instead of a server: a command run in {worktree} that prints one number")
+    ] = None,
+    lower_is_better: Annotated[bool, typer.Option(help="with --bench: the number is a time")] = False,
+    pool: Annotated[Path | None, typer.Option(help="pool.toml: hosts that each measure probes in their clone")] = None,
+    ray_node: Annotated[
+        list[str] | None,
+        typer.Option(help="RESOURCE=REPO: a Ray node (by its custom resource) and its clone; repeatable"),
+    ] = None,
+    ray_address: Annotated[str | None, typer.Option(help="the Ray cluster for --ray-node (default: local)")] = None,
     workdir: Annotated[Path, typer.Option(help="logs and scratch files")] = Path("/tmp/sleuth-bisect"),
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
@@ -71,10 +103,13 @@ def bisect_cmd(
         requests = int(opts.get("--requests", requests))
         max_tokens = int(opts.get("--max-tokens", max_tokens))
         time_scale = float(opts.get("--time-scale", time_scale))
-    for flag, value in (("--repo", repo), ("--good", good), ("--launch", launch), ("--model", model)):
+    needed = (("--repo", repo), ("--good", good)) + ((("--launch", launch), ("--model", model)) if not bench else ())
+    for flag, value in needed:
         if not value:
             bad_input(f"{flag}: required (give it, or an --alert that carries it)")
-    assert repo and good and launch and model
+    if pool and ray_node:
+        bad_input("--pool/--ray-node: one pool at a time")
+    assert repo and good
     h = _host(host, known_hosts, accept_new_host_key)
     try:
         git = open_repo(repo, h)
@@ -85,14 +120,29 @@ def bisect_cmd(
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
-    workload = Workload(
-        bench=BenchConfig(
-            endpoint="http://unset/v1", model=model, requests=requests, max_tokens=max_tokens, time_scale=time_scale
-        ),
-        metric=metric,
+    if bench:
+        workload, launch = Workload(command=bench, metric="value"), ""
+        higher = not lower_is_better
+    else:
+        workload = Workload(
+            bench=BenchConfig(
+                endpoint="http://unset/v1",
+                model=model or "",
+                requests=requests,
+                max_tokens=max_tokens,
+                time_scale=time_scale,
+            ),
+            metric=metric,
+        )
+        higher = metric in ("tok_per_s", "output_tok_per_s")
+    assert launch is not None
+    probes = _pool(pool, ray_node, ray_address, workdir)
+    if probes is not None and k == 1:
+        k = probes.k
+    probe = (
+        probes.probe_fn(launch, workload) if probes else Measurer(h, git, workdir / "logs").probe_fn(launch, workload)
     )
-    measurer = Measurer(h, git, workdir / "logs")
-    cfg = BisectConfig(k=k, higher_is_better=metric in ("tok_per_s", "output_tok_per_s"))
+    cfg = BisectConfig(k=k, higher_is_better=higher)
 
     def show(rec: ProbeRecord) -> None:
         console.print(
@@ -106,13 +156,16 @@ def bisect_cmd(
         highlight=False,
     )
     try:
-        res = bisect(parents, good_sha, bad_sha, measurer.probe_fn(launch, workload), cfg, on_record=show)
+        res = bisect(parents, good_sha, bad_sha, probe, cfg, on_record=show)
     except BisectError as exc:
-        bad_input(f"--launch: {exc}".replace("\n", " | ")[:400])
+        bad_input(f"{'--bench' if bench else '--launch'}: {exc}".replace("\n", " | ")[:400])
     finally:
         h.close()
+        if isinstance(probes, SSHProbePool):
+            probes.close()
+    used = {name: len(set(shas)) for name, shas in probes.used.items()} if probes else None
     if json_out:
-        print_json(res.model_dump(mode="json"))
+        print_json(res.model_dump(mode="json") | ({"pool": used} if used is not None else {}))
         return
     t = Table(title=f"culprit(s) in {good}..{bad}")
     for col in ("commit", "subject", "change", "p", "verified", "suspects"):

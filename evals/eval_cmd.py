@@ -15,6 +15,7 @@ from agent.cli import progress
 from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTokensOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
 from agent.state import LLMSettings
 from evals import report
+from evals.backends import LocalBackend, RayBackend, RayError
 from evals.runner import find_specs, rescore, run_set, set_rows
 from transcripts.store import Store, default_path
 
@@ -41,6 +42,13 @@ def eval_cmd(
     allow_shell: AllowShellOpt = None,
     max_turns: MaxTurnsOpt = None,
     max_llm_tokens: MaxTokensOpt = None,
+    backend: Annotated[str, typer.Option(help="local (worker processes) or ray (tasks on a Ray cluster)")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option(help="an existing Ray cluster (ray://HOST:10001 or HOST:6379); default: a local head")
+    ] = None,
+    ray_resource: Annotated[
+        str, typer.Option(help="the custom resource a node must offer to run a scenario")
+    ] = "sleuth-lab",
     repeats: Annotated[int, typer.Option(min=1)] = 1,
     workers: Annotated[int, typer.Option(min=1)] = 1,
     json_out: Annotated[bool, typer.Option("--json")] = False,
@@ -74,6 +82,13 @@ def eval_cmd(
                 report.markdown(_set(store, s["id"]), set_rows(store, s["id"]), report_path)
             return
         llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
+        if backend not in ("local", "ray"):
+            _bad(f"--backend: '{backend}' is not local or ray")
+        if backend == "local" and ray_address:
+            _bad("--ray-address: only with --backend ray")
+        runner = (
+            LocalBackend(workers) if backend == "local" else RayBackend(ray_address, ray_resource, local_cpus=workers)
+        )
         if not paths and not resume:
             _bad("PATH: give spec files or folders (or --compare / --rescore / --resume)")
         if resume:
@@ -104,7 +119,15 @@ def eval_cmd(
                 bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
                 bar.advance(task)
 
-            set_id, _rows = run_set(specs, store, policy, model, repeats, workers, on_done=done, set_id=resume, llm=llm)
+            try:
+                set_id, _rows = run_set(
+                    specs, store, policy, model, repeats, workers, on_done=done, set_id=resume, llm=llm, backend=runner
+                )
+            except RayError as exc:
+                _bad(f"--backend ray: {exc}")
+            finally:
+                if isinstance(runner, RayBackend):
+                    runner.shutdown()
         rows = set_rows(store, set_id)
         agg = report.aggregate(rows)
         s = _set(store, set_id)

@@ -1,5 +1,6 @@
-"""Running a suite: each scenario (x repeats) in its own worker process with its own dir, store and
-ports; the driver alone writes the main store, scores each run as it arrives and keeps the set.
+"""Running a suite: each scenario (x repeats) in its own worker (a local process or a Ray task, see
+``evals/backends.py``) with its own dir, store and ports; the driver alone writes the main store,
+scores each run as it arrives and keeps the set.
 
 A worker builds the scenario from its spec, fingerprints the repo, hunts it with the chosen policy
 (the graph stops at the approval interrupt: nothing is approved in an evaluation), fingerprints
@@ -10,29 +11,15 @@ a failed run with its error; the set goes on.
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from agent.state import LLMSettings
+from evals.backends import LocalBackend, RayBackend
+from evals.job import Job
 from evals.scorer import Score, score
 from transcripts.store import Store
-
-
-class Job(BaseModel):
-    spec: str  # path of the spec file
-    repeat: int = 0
-    policy: str = "methodical"
-    model: str | None = None
-    llm: LLMSettings | None = None  # the LLM policy's endpoint and limits (the API key stays in the env)
-    max_probes: int = 20
-    max_wall_s: float = 900
 
 
 def find_specs(paths: list[str]) -> list[Path]:
@@ -47,70 +34,6 @@ def find_specs(paths: list[str]) -> list[Path]:
         else:
             raise FileNotFoundError(f"{raw}: no such file or folder")
     return list(dict.fromkeys(x.resolve() for x in found))
-
-
-def _candidates(repo: Path, truth: dict, spec_text: str) -> int:
-    """What the hunt could have blamed: commits since the good point, patches, env vars."""
-    git = ["git", "-C", str(repo)]
-    n = int(
-        subprocess.run(
-            [*git, "rev-list", "--count", f"{truth['good_sha']}..{truth['head_sha']}"], capture_output=True, text=True
-        ).stdout.strip()
-        or 0
-    )
-    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout.splitlines()
-    return n + len(status) + spec_text.count("[[env]]")
-
-
-def run_job(job: Job) -> dict:
-    """In a worker process: build, hunt, fingerprint; everything the run recorded, as plain data."""
-    from agent.graph import Hunter
-    from agent.hunt_cmd import target_from_alert
-    from agent.state import Budget, Hunt, new_run_id
-    from evals.fingerprint import fingerprint
-    from evals.lab.builder import build
-    from evals.lab.spec import load_spec
-
-    t0 = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="sleuth-eval-"))
-    out: dict = {"job": job.model_dump(), "scenario": Path(job.spec).stem}
-    try:
-        spec_text = Path(job.spec).read_text()
-        res = build(load_spec(job.spec), work / "scenario")
-        out["scenario"], out["truth"] = res.truth["scenario"], res.truth
-        out["candidates"] = _candidates(res.repo, res.truth, spec_text)
-        before = fingerprint(res.repo)
-        db = work / "runs.db"
-        hunter = Hunter(db, work / "runs")
-        hunt = Hunt(
-            run_id=new_run_id(),
-            policy=job.policy,
-            model=job.model,
-            llm=job.llm,
-            target=target_from_alert(res.root / "alert.json", str(res.repo)),
-            budget=Budget(max_probes=job.max_probes, max_wall_s=job.max_wall_s),
-        )
-        try:
-            result = hunter.start(hunt, scenario=str(res.root), spec=spec_text)
-        finally:
-            hunter.close()
-        out["repo_intact"] = fingerprint(res.repo) == before
-        store = Store(db)
-        try:
-            out["run"] = store.run(hunt.run_id)
-            out["events"] = store.events(hunt.run_id)
-            out["measurements"] = store.measurements(hunt.run_id)
-            out["hypotheses"] = store.hypotheses(hunt.run_id)
-        finally:
-            store.close()
-        from agent.report import verdict
-
-        out["verdict"] = verdict(result)
-    except Exception as exc:  # a crashed scenario is a failed run with its error; the set goes on
-        out["error"] = f"{type(exc).__name__}: {exc}"
-        out["traceback"] = traceback.format_exc()
-    out["wall_s"] = time.perf_counter() - t0
-    return out
 
 
 def _store_run(store: Store, got: dict, set_id: str) -> str | None:
@@ -178,11 +101,13 @@ def run_set(
     on_done: Callable[[dict, Score | None], None] | None = None,
     set_id: str | None = None,
     llm: LLMSettings | None = None,
+    backend: LocalBackend | RayBackend | None = None,
 ) -> tuple[str, list[dict]]:
     """Run every spec ``repeats`` times over ``workers`` processes; returns (set id, rows)."""
     from agent.state import new_run_id
 
     set_id = set_id or "set-" + new_run_id()
+    backend = backend or LocalBackend(workers)
     t0 = time.time()
     done_before = (
         {(r["spec"], r["repeat"]) for r in store.db["eval_results"].rows_where("eval_set = ?", [set_id])}
@@ -198,6 +123,7 @@ def run_set(
             "llm": llm.model_dump_json() if llm else None,
             "repeats": repeats,
             "workers": workers,
+            "backend": backend.name,
             "specs": json.dumps([str(s) for s in specs]),
         },
         pk="id",
@@ -210,33 +136,25 @@ def run_set(
         if (str(s), r) not in done_before
     ]
     rows = []
-    env_workers = min(workers, max(1, len(jobs)))
-    with ProcessPoolExecutor(max_workers=env_workers) as pool:
-        futures = {pool.submit(run_job, j): j for j in jobs}
-        for fut in as_completed(futures):
-            job = futures[fut]
-            try:
-                got = fut.result()
-            except Exception as exc:  # the worker process itself died
-                got = {"job": job.model_dump(), "scenario": Path(job.spec).stem, "error": f"worker died: {exc}"}
-            sc = score_result(got)
-            run_id = _store_run(store, got, set_id)
-            row = {
-                "eval_set": set_id,
-                "spec": job.spec,
-                "repeat": job.repeat,
-                "scenario": got.get("scenario"),
-                "run_id": run_id,
-                "truth": json.dumps(got.get("truth")),
-                "verdict": json.dumps(got.get("verdict")),
-                "score": sc.model_dump_json() if sc else None,
-                "error": got.get("error"),
-            }
-            with store.lock:
-                store.db["eval_results"].insert(row, alter=True)
-            rows.append(row)
-            if on_done:
-                on_done(got, sc)
+    for job, got in backend.results(jobs):
+        sc = score_result(got)
+        run_id = _store_run(store, got, set_id)
+        row = {
+            "eval_set": set_id,
+            "spec": job.spec,
+            "repeat": job.repeat,
+            "scenario": got.get("scenario"),
+            "run_id": run_id,
+            "truth": json.dumps(got.get("truth")),
+            "verdict": json.dumps(got.get("verdict")),
+            "score": sc.model_dump_json() if sc else None,
+            "error": got.get("error"),
+        }
+        with store.lock:
+            store.db["eval_results"].insert(row, alter=True)
+        rows.append(row)
+        if on_done:
+            on_done(got, sc)
     store.db["eval_sets"].update(set_id, {"ended": time.time(), "wall_s": time.time() - t0}, alter=True)
     return set_id, rows
 

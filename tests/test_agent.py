@@ -47,8 +47,9 @@ culprits = ["slow"]
 """
 
 
-def sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=timeout)
+def sleuth(*args: str):
+    """``sleuth ARGS`` in this process (the kill tests start their own process: ``_start_hunt``)."""
+    return sleuth_in_process(*args)
 
 
 def servers_in_worktrees(owner: int | None = None, servers_only: bool = False) -> list[str]:

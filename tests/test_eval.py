@@ -76,7 +76,7 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     text = report.read_text()
     assert "| tiny | commit:" in text and (report.parent / "report-accuracy.png").stat().st_size > 5000
     run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'tiny'").fetchone()[0]
-    assert sleuth("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
+    assert sleuth_in_process("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
 
     # a second set: the LLM policy, its model a scripted server the worker process reaches over HTTP
     # (a model that gives up at once: the set is scored as such, with its tokens counted)
@@ -88,11 +88,11 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     assert other.returncode == 0, other.stderr[-3000:]
     row = json.loads(other.stdout)["rows"][0]
     assert row["got_kind"] == "none" and not row["exact"] and row["llm_tokens"] == 120
-    proc = sleuth("eval", "--compare", res["set"], json.loads(other.stdout)["set"], "--db", str(db))
+    proc = sleuth_in_process("eval", "--compare", res["set"], json.loads(other.stdout)["set"], "--db", str(db))
     assert proc.returncode == 0 and "methodical" in proc.stdout and "llm" in proc.stdout
     assert "| tiny | yes | no |" in proc.stdout
 
-    proc = sleuth("eval", "--rescore", res["set"], "--db", str(db), "--json")
+    proc = sleuth_in_process("eval", "--rescore", res["set"], "--db", str(db), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["aggregate"]["exact"] == res["aggregate"]["exact"]
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
-from tests.conftest import MINIMAL_SPEC, sleuth_exe
+from tests.conftest import MINIMAL_SPEC, sleuth_in_process
 
 
-def sleuth(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+def sleuth(*args: str):
+    return sleuth_in_process(*args)
 
 
 def test_build_prints_what_it_built(write_spec, tmp_path):

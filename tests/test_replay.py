@@ -18,7 +18,7 @@ from agent.hunt_cmd import target_from_alert
 from agent.state import Budget, Hunt, new_run_id
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_agent import SMALL
 
 NO_WORLD = """
@@ -41,10 +41,10 @@ def recorded(tmp_path_factory) -> tuple[Path, str]:
     (tmp / "small.toml").write_text(textwrap.dedent(SMALL))
     res = build(load_spec(tmp / "small.toml"), tmp / "scenario")
     db = tmp / "runs.db"
-    proc = sleuth("hunt", "--alert", str(res.root / "alert.json"), "--db", str(db), "--json")
+    proc = sleuth_in_process("hunt", "--alert", str(res.root / "alert.json"), "--db", str(db), "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     run = json.loads(proc.stdout)["run_id"]
-    assert sleuth("approve", run, "--db", str(db)).returncode == 0
+    assert sleuth_in_process("approve", run, "--db", str(db)).returncode == 0
     shutil.rmtree(res.root)  # no repo, no servers to launch: only the recording is left
     return db, run
 
@@ -80,7 +80,7 @@ def test_a_changed_recording_reports_the_first_divergence_and_exits_1(recorded, 
     con.execute("update events set payload = ? where run = ? and seq = ?", [json.dumps(body), run, seq])
     con.commit()
     con.close()
-    proc = sleuth("replay", run, "--db", str(copy))
+    proc = sleuth_in_process("replay", run, "--db", str(copy))
     assert proc.returncode == 1
     # the answer is served as recorded; the first event that follows from it differs
     first_measurement = (
@@ -94,9 +94,9 @@ def test_a_changed_recording_reports_the_first_divergence_and_exits_1(recorded, 
 
 def test_replay_of_an_unknown_run_or_policy_is_bad_input(recorded):
     db, run = recorded
-    proc = sleuth("replay", "no-such-run", "--db", str(db))
+    proc = sleuth_in_process("replay", "no-such-run", "--db", str(db))
     assert proc.returncode == 2 and "RUN: no run 'no-such-run'" in proc.stderr
-    proc = sleuth("replay", run, "--policy", "psychic", "--db", str(db))
+    proc = sleuth_in_process("replay", run, "--policy", "psychic", "--db", str(db))
     assert proc.returncode == 2 and "--policy: unknown policy 'psychic'" in proc.stderr
 
 
@@ -123,29 +123,29 @@ def test_another_policy_against_the_recorded_world(tmp_path):
     assert first.root_ref == culprit and [h.category for h in first.hypotheses] == ["history"]
     shutil.rmtree(res.root)
 
-    proc = sleuth("replay", hunt.run_id, "--policy", "methodical", "--offline", "--db", str(db), "--json")
+    proc = sleuth_in_process("replay", hunt.run_id, "--policy", "methodical", "--offline", "--db", str(db), "--json")
     assert proc.returncode == 1
     offline = json.loads(proc.stdout)
     assert offline["status"] == "failed" and offline["error"].startswith("--offline: the recording cannot answer")
 
-    proc = sleuth("replay", hunt.run_id, "--policy", "methodical", "--db", str(db), "--json")
+    proc = sleuth_in_process("replay", hunt.run_id, "--policy", "methodical", "--db", str(db), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     live = json.loads(proc.stdout)
     assert live["root_cause"] == {"kind": "commit", "ref": culprit}
     assert live["live"] > 0 and live["served"] > 0
 
-    runs = {r["id"]: r for r in json.loads(sleuth("runs", "--json", "--db", str(db)).stdout)}
+    runs = {r["id"]: r for r in json.loads(sleuth_in_process("runs", "--json", "--db", str(db)).stdout)}
     for replay in (offline, live):
         assert runs[replay["new_run"]]["parent_run"] == hunt.run_id
         assert runs[replay["new_run"]]["policy"] == "methodical"
     assert runs[live["new_run"]]["status"] == "awaiting_approval"
-    verdict = json.loads(sleuth("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
+    verdict = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
     assert {h["category"] for h in verdict["hypotheses"]} >= {"history", "uncommitted"}
 
 
 def test_a_hunt_exports_as_openai_messages_and_atif(recorded, tmp_path):
     db, run = recorded
-    proc = sleuth("export", run, "--format", "openai-messages", "--db", str(db))
+    proc = sleuth_in_process("export", run, "--format", "openai-messages", "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     msgs = json.loads(proc.stdout)
     calls = [c for m in msgs for c in m.get("tool_calls", [])]
@@ -153,7 +153,7 @@ def test_a_hunt_exports_as_openai_messages_and_atif(recorded, tmp_path):
     assert {c["function"]["name"] for c in calls} >= {"measure", "git_show_stat", "git_land_revert"}
     assert {c["id"] for c in calls} == answered  # every observation answered
     assert any("[hypothesis]" in (m["content"] or "") for m in msgs)
-    proc = sleuth("export", run, "--format", "atif", "--db", str(db))
+    proc = sleuth_in_process("export", run, "--format", "atif", "--db", str(db))
     doc = json.loads(proc.stdout)
     assert doc["schema_version"] == "ATIF-v1.4" and doc["agent"]["name"] == "perf-sleuth"
     assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == len(calls)

@@ -94,9 +94,16 @@ class Service:
         self.queue.store.close()
 
 
+# What a Prometheus rule does not know, the target names (appended to its table).
+TARGET_EXTRA = """launch = "exec {worktree}/serve.sh --port {port}"
+benchmark = "sleuth bench --model m --requests 2 --max-tokens 16"
+metric = "output_tok_per_s"
+"""
+
+
 @pytest.fixture
 def service(tmp_path):
-    with Service(tmp_path, CONFIG.format(token=TOKEN, repo=tmp_path / "repo")) as s:
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA) as s:
         yield s
 
 
@@ -116,9 +123,13 @@ def test_a_firing_alert_queues_a_hunt_and_a_repeat_joins_it(service):
     assert [(r["id"], r["status"]) for r in runs] == [(first["run_id"], "queued")]
     one = httpx.get(f"{service.url}/runs/{first['run_id']}").json()
     assert one["status"] == "queued" and one["job"]["kind"] == "hunt"
-    # The job's alert file holds the merged alert (common labels and annotations, the alert's own)
+    # The job's alert file holds the merged alert (common labels and annotations, the alert's own),
+    # completed by what the target names (the launch and benchmark a Prometheus rule does not know).
     alert = json.loads(Path(one["job"]["alert"]).read_text())
     assert alert["labels"]["host"] == "gpu-node-1" and alert["annotations"]["good_value"] == "89"
+    assert alert["annotations"]["launch_command"] == "exec {worktree}/serve.sh --port {port}"
+    assert alert["annotations"]["benchmark_command"].startswith("sleuth bench --model m ")
+    assert alert["labels"]["metric"] == "output_tok_per_s"
 
 
 def test_a_resolved_alert_is_recorded_and_starts_nothing(service):

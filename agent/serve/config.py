@@ -11,6 +11,9 @@ match = { alertname = "ThroughputRegression", host = "gpu-node-1" }   # every la
 repo = "/srv/sglang"
 host = "gpu-node-1"           # an ssh alias; omit for this machine
 launch = "..."                # default: the alert's annotations.launch_command
+benchmark = "sleuth bench --model M --requests 8 --max-tokens 256"   # default: annotations.benchmark_command
+metric = "tok_per_s"          # default: the alert's label ``metric``
+good_value = 94.0             # default: annotations.good_value
 lower_is_better = false
 good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else the reflog
 policy = "methodical"
@@ -18,7 +21,8 @@ budget = { max_probes = 20, max_wall_s = 1800, samples = 5 }
 ```
 
 The first target whose ``match`` labels all equal the alert's labels takes it; an alert no target
-matches is recorded and answered ``unmatched``.
+matches is recorded and answered ``unmatched``. What a target names fills in what the alert
+does not carry: a Prometheus rule rarely knows the launch command, the benchmark or the good value.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ class ServeTarget(BaseModel):
     ssh_config: str | None = None
     known_hosts: str | None = None
     launch: str | None = None
+    benchmark: str | None = None
+    metric: str | None = None
+    good_value: float | None = None
     lower_is_better: bool = False
     good_ref: str | None = None
     policy: str = "methodical"
@@ -53,6 +60,23 @@ class ServeTarget(BaseModel):
 
     def matches(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match.items())
+
+    def complete(self, labels: dict[str, str], annotations: dict[str, str]) -> tuple[dict, dict]:
+        """The alert's labels and annotations with what this target names filled in (the
+        target wins: it is what the operator configured for this host)."""
+        ann, lab = dict(annotations), dict(labels)
+        for key, value in (
+            ("launch_command", self.launch),
+            ("benchmark_command", self.benchmark),
+            ("good_ref", self.good_ref),
+            ("good_value", None if self.good_value is None else str(self.good_value)),
+            ("repo", self.repo),
+        ):
+            if value is not None:
+                ann[key] = value
+        if self.metric:
+            lab["metric"] = self.metric
+        return lab, ann
 
 
 class ServeConfig(BaseModel):

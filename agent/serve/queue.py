@@ -107,7 +107,9 @@ class HuntQueue:
             else:
                 run_id = new_run_id()
                 alert_file = self.work / f"alert-{run_id}.json"
-                alert_file.write_text(json.dumps(alert.model_dump(), indent=2))
+                labels, annotations = target.complete(alert.labels, alert.annotations)
+                full = alert.model_copy(update={"labels": labels, "annotations": annotations})
+                alert_file.write_text(json.dumps(full.model_dump(), indent=2))
                 self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
                 out["action"], out["run_id"] = "queued", run_id
         row["action"], row["run_id"] = out["action"], out["run_id"]
@@ -229,8 +231,6 @@ def _target_args(t: ServeTarget) -> list[str]:
         ("--host", t.host),
         ("--ssh-config", t.ssh_config),
         ("--known-hosts", t.known_hosts),
-        ("--launch", t.launch),
-        ("--good", t.good_ref),
         ("--model", t.model),
         ("--base-url", t.base_url),
     ):

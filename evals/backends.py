@@ -1,0 +1,117 @@
+"""Where an evaluation's scenario runs execute: worker processes on this machine, or Ray tasks.
+
+Both hand back, per job, the plain dict ``runner.run_job`` returns (the run's events, measurements,
+hypotheses, verdict, the truth for the scorer); only the driver writes the SQLite store, so the
+store never crosses the wire and results are identical in kind whichever backend ran them.
+
+What a Ray task receives: the ``Job`` (the spec's *text*, so no shared disk is needed, and the
+policy settings; the LLM API key only through the worker's own environment). The worker builds the
+scenario from the spec, hunts it and reads the truth back for the scorer; the hunt itself is given
+the alert and the repository only - never the spec or truth.json - exactly as with local workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from evals.job import Job, run_job
+
+DEFAULT_RESOURCE = "sleuth-lab"  # the kind of host a lab scenario needs: any CPU box with python3 and git
+
+
+def _died(job: Job, exc: BaseException) -> dict:
+    return {"job": job.model_dump(), "scenario": Path(job.spec).stem, "error": f"worker died: {exc}"}
+
+
+class LocalBackend:
+    """``workers`` processes on this machine (``ProcessPoolExecutor``)."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+
+    def results(self, jobs: list[Job]) -> Iterator[tuple[Job, dict]]:
+        if not jobs:
+            return
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
+            futures = {pool.submit(run_job, j): j for j in jobs}
+            for fut in as_completed(futures):
+                job = futures[fut]
+                try:
+                    yield job, fut.result()
+                except Exception as exc:  # the worker process itself died
+                    yield job, _died(job, exc)
+
+
+class RayError(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+class RayBackend:
+    """One Ray task per scenario run: ``num_cpus`` CPUs and one unit of ``resource`` (a custom
+    resource the nodes that can run lab scenarios declare, e.g. ``ray start --resources
+    '{"sleuth-lab": 4}'``). Without ``address`` a local Ray head is started on 127.0.0.1 with the
+    dashboard off, declaring ``resource`` as many times as it has CPUs."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        resource: str = DEFAULT_RESOURCE,
+        num_cpus: float = 1.0,
+        local_cpus: int = 2,
+        local_resources: dict[str, float] | None = None,
+    ) -> None:
+        self.address, self.resource, self.num_cpus, self.local_cpus = address, resource, num_cpus, local_cpus
+        self.local_resources = local_resources or {}  # more custom resources the local head offers
+
+    def _init(self):
+        try:
+            import ray
+        except ImportError as exc:
+            raise RayError("Ray is not installed: pip install 'perf-sleuth[ray]'") from exc
+        if ray.is_initialized():
+            return ray
+        try:
+            if self.address:
+                ray.init(address=self.address, logging_level="WARNING", log_to_driver=False)
+            else:
+                ray.init(
+                    num_cpus=self.local_cpus,
+                    resources={self.resource: self.local_cpus, **self.local_resources},
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    logging_level="WARNING",
+                    log_to_driver=False,
+                )
+        except Exception as exc:  # ConnectionError, RuntimeError... Ray's own words, in one line
+            raise RayError(f"cannot start or reach Ray at {self.address or 'a local head'}: {exc}") from exc
+        return ray
+
+    def results(self, jobs: list[Job]) -> Iterator[tuple[Job, dict]]:
+        if not jobs:
+            return
+        ray = self._init()
+        task = ray.remote(run_job).options(num_cpus=self.num_cpus, resources={self.resource: 1}, max_retries=0)
+        pending = {task.remote(j.model_copy(update={"spec_text": j.spec_text or Path(j.spec).read_text()})): j
+                   for j in jobs}  # fmt: skip
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            ref = done[0]
+            job = pending.pop(ref)
+            try:
+                yield job, ray.get(ref)
+            except Exception as exc:  # the task or its worker died
+                yield job, _died(job, exc)
+
+    def shutdown(self) -> None:
+        try:
+            import ray
+        except ImportError:
+            return
+        if ray.is_initialized() and not self.address:
+            ray.shutdown()

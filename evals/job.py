@@ -1,0 +1,96 @@
+"""One scenario run of an evaluation, as a worker executes it (in a local process or a Ray task):
+build the scenario from its spec, fingerprint the repo, hunt it with the chosen policy (the graph
+stops at the approval interrupt: nothing is approved in an evaluation), fingerprint the repo again
+and send back everything the run recorded, as plain data. A scenario that crashes comes back as a
+failed run with its error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from agent.state import LLMSettings
+from transcripts.store import Store
+
+
+class Job(BaseModel):
+    spec: str  # path of the spec file
+    repeat: int = 0
+    policy: str = "methodical"
+    model: str | None = None
+    llm: LLMSettings | None = None  # the LLM policy's endpoint and limits (the API key stays in the env)
+    spec_text: str | None = None  # the spec itself, for a worker that does not share the driver's disk
+    max_probes: int = 20
+    max_wall_s: float = 900
+
+
+def _candidates(repo: Path, truth: dict, spec_text: str) -> int:
+    """What the hunt could have blamed: commits since the good point, patches, env vars."""
+    git = ["git", "-C", str(repo)]
+    n = int(
+        subprocess.run(
+            [*git, "rev-list", "--count", f"{truth['good_sha']}..{truth['head_sha']}"], capture_output=True, text=True
+        ).stdout.strip()
+        or 0
+    )
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout.splitlines()
+    return n + len(status) + spec_text.count("[[env]]")
+
+
+def run_job(job: Job) -> dict:
+    """In a worker process: build, hunt, fingerprint; everything the run recorded, as plain data."""
+    from agent.graph import Hunter
+    from agent.hunt_cmd import target_from_alert
+    from agent.state import Budget, Hunt, new_run_id
+    from evals.fingerprint import fingerprint
+    from evals.lab.builder import build
+    from evals.lab.spec import load_spec
+
+    t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="sleuth-eval-"))
+    out: dict = {"job": job.model_dump(), "scenario": Path(job.spec).stem}
+    try:
+        spec_text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
+        spec_file = work / Path(job.spec).name
+        spec_file.write_text(spec_text)
+        res = build(load_spec(spec_file), work / "scenario")
+        out["scenario"], out["truth"] = res.truth["scenario"], res.truth
+        out["candidates"] = _candidates(res.repo, res.truth, spec_text)
+        before = fingerprint(res.repo)
+        db = work / "runs.db"
+        hunter = Hunter(db, work / "runs")
+        hunt = Hunt(
+            run_id=new_run_id(),
+            policy=job.policy,
+            model=job.model,
+            llm=job.llm,
+            target=target_from_alert(res.root / "alert.json", str(res.repo)),
+            budget=Budget(max_probes=job.max_probes, max_wall_s=job.max_wall_s),
+        )
+        try:
+            result = hunter.start(hunt, scenario=str(res.root), spec=spec_text)
+        finally:
+            hunter.close()
+        out["repo_intact"] = fingerprint(res.repo) == before
+        store = Store(db)
+        try:
+            out["run"] = store.run(hunt.run_id)
+            out["events"] = store.events(hunt.run_id)
+            out["measurements"] = store.measurements(hunt.run_id)
+            out["hypotheses"] = store.hypotheses(hunt.run_id)
+        finally:
+            store.close()
+        from agent.report import verdict
+
+        out["verdict"] = verdict(result)
+    except Exception as exc:  # a crashed scenario is a failed run with its error; the set goes on
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["traceback"] = traceback.format_exc()
+    out["wall_s"] = time.perf_counter() - t0
+    return out
