@@ -16,6 +16,7 @@ from evals.backends import LocalBackend, RayBackend
 from evals.runner import run_set, set_rows
 from tests.test_eval import TINY
 from tools.bisect import BisectConfig, bisect
+from tools.git import open_repo
 from tools.measure import Workload
 from tools.pool import RayProbePool
 from transcripts.store import Store
@@ -83,7 +84,7 @@ def test_k_probes_pinned_to_the_nodes_that_hold_the_hardware(ray_head, tiny, tmp
         subprocess.run(["git", "clone", "-q", str(repo), str(tmp_path / name)], check=True)
     git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
     head = git("rev-parse", "HEAD")
-    parents = git("rev-list", "--reverse", f"{good}..{head}").split()
+    parents = open_repo(str(repo)).rev_list(good, head)
     pool = RayProbePool({"host:node-a": str(tmp_path / "a"), "host:node-b": str(tmp_path / "b")},
                         workdir=str(tmp_path / "ray"))  # fmt: skip
     probe = pool.probe_fn("", Workload(command="python3 bench.py", metric="value"))
