@@ -46,6 +46,19 @@ class LocalBackend:
                     yield job, _died(job, exc)
 
 
+def run_job_on_ray(job: Job) -> dict:
+    """``run_job`` in a Ray worker, in the environment a local worker would have: Ray sets
+    ``OMP_NUM_THREADS`` (to the task's CPUs) and ``RAY_*`` variables in its workers, and a hunt
+    would see them in the server's environment - the methodical policy then suspects
+    ``OMP_NUM_THREADS=1`` and spends probes on it. (A node whose servers need the variable sets it
+    in the launch command, where the hunt sees it anyway.)"""
+    import os
+
+    for key in [k for k in os.environ if k.startswith("RAY_") or k == "OMP_NUM_THREADS"]:
+        del os.environ[key]
+    return run_job(job)
+
+
 class RayError(RuntimeError):
     """Ray is not installed, or the cluster cannot be reached."""
 
@@ -96,7 +109,7 @@ class RayBackend:
         if not jobs:
             return
         ray = self._init()
-        task = ray.remote(run_job).options(num_cpus=self.num_cpus, resources={self.resource: 1}, max_retries=0)
+        task = ray.remote(run_job_on_ray).options(num_cpus=self.num_cpus, resources={self.resource: 1}, max_retries=0)
         pending = {task.remote(j.model_copy(update={"spec_text": j.spec_text or Path(j.spec).read_text()})): j
                    for j in jobs}  # fmt: skip
         while pending:
