@@ -70,11 +70,11 @@ class Service:
     """The FastAPI app on uvicorn in a thread, on 127.0.0.1, over real HTTP; its queue not started,
     so what the alerts queue stays inspectable (the end-to-end test runs the real thing)."""
 
-    def __init__(self, tmp: Path, config_text: str) -> None:
+    def __init__(self, tmp: Path, config_text: str, command: list[str] | None = None) -> None:
         (tmp / "targets.toml").write_text(config_text)
         self.db = tmp / "runs.db"
         self.cfg = load_config(tmp / "targets.toml")
-        self.queue = HuntQueue(self.cfg, self.db)
+        self.queue = HuntQueue(self.cfg, self.db, command=command)
         self.port = free_port()
         app = create_app(self.cfg, self.db, self.queue)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
@@ -278,6 +278,28 @@ def test_the_queue_runs_each_job_as_a_process_with_the_targets_options(tmp_path)
     assert argv[argv.index("--repo") + 1] == str(tmp_path / "repo")
     assert argv[argv.index("--samples") + 1] == "3" and argv[argv.index("--max-probes") + 1] == "12"
     assert argv[-3:] == ["--db", str(tmp_path / "runs.db"), "--json"]
+
+
+def test_a_hunt_that_cannot_start_shows_as_failed_with_its_reason(tmp_path):
+    refuses = [
+        sys.executable,
+        "-c",
+        "import sys; print('error: --repo: /nowhere is not a git repository'); sys.exit(2)",
+    ]
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo="/nowhere"), command=refuses) as s:
+        run_id = httpx.post(f"{s.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]["run_id"]
+        s.queue.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and httpx.get(f"{s.url}/runs/{run_id}").json()["status"] == "queued":
+            time.sleep(0.05)
+        one = httpx.get(f"{s.url}/runs/{run_id}").json()
+        assert one["status"] == "failed" and one["error"] == "error: --repo: /nowhere is not a git repository"
+        listed = httpx.get(f"{s.url}/runs").json()["runs"]
+        assert [(r["id"], r["status"]) for r in listed] == [(run_id, "failed")]
+        # the same alert again starts a new hunt: the failed one is not "running"
+        again = httpx.post(f"{s.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+        assert again["action"] == "queued" and again["run_id"] != run_id
+        s.queue.stop()
 
 
 def test_serve_bad_input_is_one_line_exit_2(tmp_path):

@@ -36,6 +36,11 @@ class DecisionIn(BaseModel):
     branch: str | None = Field(default=None, max_length=200, pattern=r"^[A-Za-z0-9._/-]+$")
 
 
+def job_status(job: dict) -> str:
+    """A run that has no row yet, as its job tells: queued (or starting), or failed before it began."""
+    return "failed" if job["status"] == "failed" else "queued"
+
+
 def wants_html(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "text/html" in accept and "application/json" not in accept.split(",")[0]
@@ -69,7 +74,7 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         if row is None:
             if job is None:
                 raise HTTPException(404, f"no run '{run_id}'")
-            return {"id": run_id, "status": "queued", "job": job, "verdict": None}
+            return {"id": run_id, "status": job_status(job), "job": job, "verdict": None, "error": job.get("error")}
         verdict = json.loads(row["verdict"]) if row.get("verdict") else None
         out = {k: v for k, v in row.items() if k not in ("verdict", "input", "spec")}
         out["verdict"] = verdict
@@ -133,9 +138,17 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
             job = queue.job_for_run(r["id"])
             if job and job["kind"] == "approve" and job["status"] in ("queued", "starting", "running"):
                 r["status"] = "applying"
-        queued = [{"id": j["run_id"], "status": "queued", "target": j["target"], "started": None}
-                  for j in queue.queued_runs()]  # fmt: skip
-        return queued + rows
+        waiting = [
+            {
+                "id": j["run_id"],
+                "status": job_status(j),
+                "target": j["target"],
+                "started": None,
+                "root_summary": j.get("error"),
+            }
+            for j in queue.runs_without_row()
+        ]
+        return waiting + rows
 
     @app.get("/runs", dependencies=[Depends(read)])
     def runs(request: Request):

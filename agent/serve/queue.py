@@ -75,10 +75,14 @@ class HuntQueue:
         jobs = self._jobs("run_id = ?", [run_id])
         return jobs[-1] if jobs else None
 
-    def queued_runs(self) -> list[dict]:
-        """Jobs whose run has no row in the store yet (waiting for a free slot)."""
+    def runs_without_row(self) -> list[dict]:
+        """Hunt jobs whose run has no row in the store: waiting for a free slot, starting, or failed
+        before the hunt began (bad input: the on-call needs to see that too)."""
         known = {r["id"] for r in self.store.runs(limit=100000)}
-        return [j for j in self._jobs("kind = 'hunt' and status in ('queued', 'running')") if j["run_id"] not in known]
+        latest: dict[str, dict] = {}
+        for j in self._jobs("kind = 'hunt' and status != 'interrupted'"):
+            latest[j["run_id"]] = j
+        return [j for j in latest.values() if j["run_id"] not in known]
 
     # -- alerts in ---------------------------------------------------------------------------------
     def take(self, alert: Alert, source: str) -> dict:
