@@ -34,6 +34,22 @@ def test_a_state_is_measured_once_and_topped_up_later(lab):
     assert len(first.tree) == 40 and first.tree != scen.good_sha  # keyed by the tree, not the commit
 
 
+def test_a_commits_tree_is_asked_of_git_once(tmp_path, tiny):
+    """Every cache lookup needs the state's tree; over SSH each git call costs a round trip."""
+    repo, good = tiny
+    git = LocalGit(repo)
+    asked: list[str] = []
+    real = git.tree_hash
+    git.tree_hash = lambda ref: asked.append(ref) or real(ref)  # type: ignore[method-assign]
+    m = Measurer(LocalHost(), git, tmp_path / "logs")
+    workload = Workload(command="python3 bench.py", metric="value")
+    state = State(label="good", ref=good, launch="")
+    m.measure(state, workload, 3)
+    m.measure(state, workload, 4)
+    m.probe_fn("", workload)(good, 2)
+    assert asked == [good]
+
+
 def test_interleaved_ab_separates_good_from_bad_and_alternates(lab):
     scen, ann, workload, m = lab
     order: list[str] = []

@@ -124,6 +124,7 @@ class Measurer:
         self.log_dir = Path(log_dir)
         self.cache = cache or MeasureCache()
         self.health_timeout_s = health_timeout_s
+        self._trees: dict[str, str] = {}  # commit sha -> tree sha
         # What a killed predecessor left behind: its servers (registered in ``pid_dir``, shared by
         # the runs of one store) and its scratch worktrees.
         self.pid_dir = Path(pid_dir) if pid_dir else self.log_dir.parent / "servers"
@@ -182,7 +183,9 @@ class Measurer:
         return float(value), res.verify_ms
 
     def _entry(self, state: State, workload: Workload) -> tuple[dict, str]:
-        tree = self.git.tree_hash(state.ref)
+        tree = self._trees.get(state.ref)
+        if tree is None:  # a commit's tree never changes: one git call per commit, not per lookup
+            tree = self._trees[state.ref] = self.git.tree_hash(state.ref)
         return self.cache.get(MeasureCache.key(tree, state, workload)), tree
 
     def measure(
