@@ -41,6 +41,13 @@ def job_status(job: dict) -> str:
     return "failed" if job["status"] == "failed" else "queued"
 
 
+def while_deciding(status: str, job: dict | None) -> str:
+    """A run's status while a person's decision is being carried out: applying / rejecting."""
+    if job and job["kind"] in ("approve", "reject") and job["status"] in ("queued", "starting", "running"):
+        return "applying" if job["kind"] == "approve" else "rejecting"
+    return status
+
+
 def wants_html(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "text/html" in accept and "application/json" not in accept.split(",")[0]
@@ -79,8 +86,7 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         out = {k: v for k, v in row.items() if k not in ("verdict", "input", "spec")}
         out["verdict"] = verdict
         out["job"] = job
-        if job and job["kind"] in ("approve", "reject") and job["status"] in ("queued", "starting", "running"):
-            out["status"] = "applying" if job["kind"] == "approve" else "rejecting"
+        out["status"] = while_deciding(row["status"], job)
         out["hypotheses"] = s.hypotheses(run_id)
         out["measurements"] = s.measurements(run_id)
         events = s.events(run_id)
@@ -135,9 +141,7 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         finally:
             s.close()
         for r in rows:
-            job = queue.job_for_run(r["id"])
-            if job and job["kind"] == "approve" and job["status"] in ("queued", "starting", "running"):
-                r["status"] = "applying"
+            r["status"] = while_deciding(r["status"], queue.job_for_run(r["id"]))
         waiting = [
             {
                 "id": j["run_id"],
