@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from agent.llm_tools import Surface, trim
-from agent.policy import Methodical, _fmt, _record_confirmation, ab, confirm, explains, propose
+from agent.policy import Methodical, _fmt, _record_confirmation, ab, changed_files, confirm, explains, propose
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt, LLMSettings
 
@@ -185,9 +185,7 @@ class LLMPolicy(Methodical):
             fixed = rt.measure(hunt, f"now-without-{var}", "WORKTREE", env={var: ""})
         elif k == "uncommitted":
             culprits = {p.strip() for p in (hunt.root_ref or "").split(",")}
-            status = rt.tool("git_status", {}, hunt=hunt)
-            changed = set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"])
-            rest = sorted(changed - culprits)
+            rest = sorted(set(changed_files(hunt, rt)) - culprits)
             fixed = (
                 rt.measure(hunt, "now-without-patch", "WORKTREE", paths=rest)
                 if rest

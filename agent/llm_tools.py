@@ -44,6 +44,7 @@ from agent.state import Category, Hunt, Hypothesis, Kind, Measured
 from tools.bisect import ProbeError
 from tools.registry import REGISTRY
 from tools.stats import compare
+from tools.validation import first_error
 
 LOOK = ("git_status", "git_log", "git_reflog", "git_diff_stat", "git_show_stat", "git_merge_base")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -201,9 +202,7 @@ class Surface:
                 model, _doc, fn = self.own[name]
                 result = fn(model.model_validate(arguments))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            return ToolOutcome(f"error: invalid arguments for {name}: {field}: {err['msg']}", False)
+            return ToolOutcome(f"error: invalid arguments for {name}: {first_error(exc, '(arguments)')}", False)
         except ToolInputError as exc:
             return ToolOutcome(f"error: {exc}", False)
         except (ProbeError, RecordedError) as exc:  # the world's answer: valid call, failed probe

@@ -117,6 +117,14 @@ def tuning_vars(env: dict[str, str]) -> list[str]:
     return sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
 
 
+def changed_files(hunt: Hunt, rt: Runtime) -> list[str]:
+    """Every path with uncommitted work: staged, unstaged or untracked (none if git fails)."""
+    status = rt.tool("git_status", {}, hunt=hunt)
+    if not status.ok:
+        return []
+    return sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+
+
 def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
     """The server args from the log of the reproduce run (what is actually executed)."""
     return rt.server_args(hunt, "now")
@@ -188,11 +196,7 @@ def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
             "A/B: the working tree with the tuning variables blanked vs as they are",
             var,
         )
-    changed: list[str] = []
-    if want("uncommitted"):
-        status = rt.tool("git_status", {}, hunt=hunt)
-        if status.ok:
-            changed = sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+    changed = changed_files(hunt, rt) if want("uncommitted") else []
     args = server_args(hunt, rt) if changed else {}
     for path in changed:
         add("uncommitted", f"the uncommitted change to {path} slows it", "A/B: HEAD vs the working tree", path)

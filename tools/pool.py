@@ -27,16 +27,16 @@ repo = "/srv/sglang"       # a clone on that host
 from __future__ import annotations
 
 import threading
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from tools.bisect import Probe, ProbeError
 from tools.git import open_repo
 from tools.host import Host, LocalHost
 from tools.measure import MeasureCache, Measurer, Workload
+from tools.validation import load_toml_model
 
 
 class PoolError(ValueError):
@@ -57,16 +57,7 @@ class PoolConfig(BaseModel):
 
 
 def load_pool(path: str | Path) -> PoolConfig:
-    p = Path(path)
-    try:
-        return PoolConfig.model_validate(tomllib.loads(p.read_text()))
-    except OSError as exc:
-        raise PoolError(f"{p}: cannot read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise PoolError(f"{p}: not TOML ({exc})") from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise PoolError(f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from exc
+    return load_toml_model(path, PoolConfig, PoolError)
 
 
 class _Sticky:

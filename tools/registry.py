@@ -20,6 +20,8 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 
+from tools.validation import first_error
+
 Safety = Literal["read", "mutate"]
 
 
@@ -86,9 +88,7 @@ def tool(name: str, safety: Safety) -> Callable:
 
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        return f"invalid arguments: {field}: {err['msg']}"
+        return f"invalid arguments: {first_error(exc, '(arguments)')}"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 

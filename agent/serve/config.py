@@ -28,12 +28,12 @@ does not carry: a Prometheus rule rarely knows the launch command, the benchmark
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from agent.state import Budget
+from tools.validation import load_toml_model
 
 
 class ConfigError(ValueError):
@@ -93,18 +93,4 @@ class ServeConfig(BaseModel):
 
 
 def load_config(path: str | Path | None) -> ServeConfig:
-    if path is None:
-        return ServeConfig()
-    p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not TOML ({exc})") from exc
-    try:
-        return ServeConfig.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{p}: {field}: {err['msg']}") from exc
+    return ServeConfig() if path is None else load_toml_model(path, ServeConfig, ConfigError)
