@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -11,6 +12,10 @@ import pytest
 from evals.lab.builder import BuildResult, build
 from evals.lab.demo import SEED_SPEC
 from evals.lab.spec import load_spec
+
+# Lab launches in the tests take a few percent of their simulated time (a realistic launch costs
+# about ten samples; bench/real_cost.py runs them at full length). Subprocesses inherit it.
+os.environ.setdefault("SLEUTH_LAB_LAUNCH_SCALE", "0.02")
 
 MINIMAL_SPEC = """
 name = "tiny"

@@ -17,21 +17,73 @@ from tools.registry import REGISTRY, call, schemas
 
 @pytest.fixture(scope="module")
 def lab(seed_scenario, tmp_path_factory):
+    """The seed's host: eight GPUs, a TP-8 server takes them all: one server slot."""
     ann, bench = scenario_bench_config(seed_scenario.root)
     workload = Workload(bench=bench.model_copy(update={"requests": 2, "max_tokens": 24}))
-    measurer = Measurer(LocalHost(), LocalGit(seed_scenario.repo), tmp_path_factory.mktemp("m"))
-    return seed_scenario, ann, workload, measurer
+    measurer = Measurer(LocalHost(), LocalGit(seed_scenario.repo), tmp_path_factory.mktemp("m"), slots=1)
+    yield seed_scenario, ann, workload, measurer
+    measurer.close()
 
 
-def test_a_state_is_measured_once_and_topped_up_later(lab):
+TWO_SLOTS = """
+name = "two_slots"
+seed = 11
+[system]
+tp = 4
+[hardware]
+count = 8
+[history]
+filler = 1
+[[pulled]]
+id = "slow"
+subject = "Run the shared expert on the main stream"
+edits = [{ path = "python/minisglang/models/deepseek_v2.py", effect = { cost = "moe_experts", scale = 1.5 } }]
+[launch]
+flags = []
+[alert]
+good = 94
+bad = 70
+[truth]
+culprits = ["slow"]
+"""
+
+
+@pytest.fixture(scope="module")
+def two_slot_lab(tmp_path_factory):
+    """Eight GPUs and TP-4 servers: two fit at once."""
+    import tomllib
+
+    from evals.lab.builder import build
+    from evals.lab.spec import Scenario
+
+    scen = build(Scenario.model_validate(tomllib.loads(TWO_SLOTS)), tmp_path_factory.mktemp("two") / "s")
+    ann, bench = scenario_bench_config(scen.root)
+    assert ann["slots"] == "2"
+    workload = Workload(bench=bench.model_copy(update={"requests": 2, "max_tokens": 24}))
+    measurer = Measurer(LocalHost(), LocalGit(scen.repo), tmp_path_factory.mktemp("m2"), slots=2)
+    yield scen, ann, workload, measurer
+    measurer.close()
+
+
+def servers_up(m: Measurer) -> int:
+    """Live servers the measurer registered (one file per server in its pid dir)."""
+    return len(list(m.pid_dir.glob("*.json"))) if m.pid_dir.is_dir() else 0
+
+
+def test_a_state_is_measured_once_and_topped_up_on_its_warm_server(lab):
     scen, ann, workload, m = lab
     state = State(label="good", ref=scen.good_sha, launch=ann["launch_command"])
     first = m.measure(state, workload, 3)
     again = m.measure(state.model_copy(update={"label": "same-tree"}), workload, 3)
     assert again.samples == first.samples and again.launches == 1  # cache hit: nothing launched
-    more = m.measure(state, workload, 5)
-    assert more.samples[:3] == first.samples and len(more.samples) == 5 and more.launches == 2
+    more = m.measure(state, workload, 5)  # its server is still up: no new launch
+    assert more.samples[:3] == first.samples and len(more.samples) == 5 and more.launches == 1
+    assert more.groups == [5]
     assert len(first.tree) == 40 and first.tree != scen.good_sha  # keyed by the tree, not the commit
+    m.measure(State(label="head", ref=scen.head_sha, launch=ann["launch_command"]), workload, 2)
+    assert servers_up(m) == 1  # one slot: the head's launch stopped the good server first
+    again = m.measure(state, workload, 7)
+    assert again.launches == 2 and again.groups == [5, 2]
 
 
 def test_a_commits_tree_is_asked_of_git_once(tmp_path, tiny):
@@ -41,32 +93,121 @@ def test_a_commits_tree_is_asked_of_git_once(tmp_path, tiny):
     asked: list[str] = []
     real = git.tree_hash
     git.tree_hash = lambda ref: asked.append(ref) or real(ref)  # type: ignore[method-assign]
-    m = Measurer(LocalHost(), git, tmp_path / "logs")
-    workload = Workload(command="python3 bench.py", metric="value")
-    state = State(label="good", ref=good, launch="")
-    m.measure(state, workload, 3)
-    m.measure(state, workload, 4)
-    m.probe_fn("", workload)(good, 2)
+    with Measurer(LocalHost(), git, tmp_path / "logs") as m:
+        workload = Workload(command="python3 bench.py", metric="value")
+        state = State(label="good", ref=good, launch="")
+        m.measure(state, workload, 3)
+        m.measure(state, workload, 4)
+        m.probe_fn("", workload)(good, 2)
     assert asked == [good]
 
 
-def test_interleaved_ab_separates_good_from_bad_and_alternates(lab):
+def test_a_second_server_on_a_full_host_fails_at_start_as_a_real_one_does(lab):
+    """The lab's GPU accounting: a TP-8 server holds all eight GPUs until it exits; another one
+    started beside it fails with the out-of-memory message SGLang prints, and is no culprit."""
+    from tools.measure import HostBusy
+    from tools.server import launch
+
     scen, ann, workload, m = lab
+    m.close()  # its warm server holds the GPUs
+    with m.git.worktree(scen.good_sha) as wt, m.git.worktree(scen.head_sha) as wt2:
+        first = launch(ann["launch_command"], wt, m.log_dir / "first.log", health_timeout_s=60)
+        try:
+            with pytest.raises(Exception, match="occupied by other processes") as err:
+                launch(ann["launch_command"], wt2, m.log_dir / "second.log", health_timeout_s=60)
+            assert "Not enough memory on GPU 0" in str(err.value)
+            # Through the measurer the same refusal is HostBusy: the host, not the state.
+            other = Measurer(LocalHost(), m.git, m.log_dir / "other", slots=1)
+            with pytest.raises(HostBusy, match="no free GPU"):
+                other.measure(State(label="beside", ref=scen.head_sha, launch=ann["launch_command"]), workload, 1)
+            other.close()
+        finally:
+            first.stop()
+
+
+def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlaps(lab):
+    import threading
+
+    scen, ann, workload, m = lab
+    m.close()
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 20}))  # nothing cached for it
+    a = State(label="A-good", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="B-head", ref=scen.head_sha, launch=ann["launch_command"])
+    most, stop = [0], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], servers_up(m))
+            stop.wait(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    order: list[str] = []
+    try:
+        cmp, ma, mb = m.compare_states(a, b, own, samples=5, on_sample=lambda label, _v: order.append(label))
+    finally:
+        stop.set()
+        watcher.join()
+    assert cmp.verdict == "different" and cmp.delta_pct < -20
+    assert most[0] == 1  # never two servers at once (a second would have failed at start anyway)
+    # A B | B A | A B ...: at least two launches per side, each a block of at most half a side's
+    # samples (how many per launch follows the measured launch and sample costs).
+    assert ma.launches >= 2 and mb.launches >= 2 and sum(ma.groups) == sum(mb.groups) == 5
+    assert len(ma.groups) == ma.launches and max(ma.groups + mb.groups) <= 3
+    runs = [label for i, label in enumerate(order) if i == 0 or order[i - 1] != label]
+    assert runs == ["A-good", "B-head", "A-good", "B-head"][: len(runs)] + [] and len(runs) >= 3
+
+
+def test_a_two_slot_ab_interleaves_samples_on_two_warm_servers(two_slot_lab):
+    scen, ann, workload, m = two_slot_lab
     order: list[str] = []
     a = State(label="A-good", ref=scen.good_sha, launch=ann["launch_command"])
     b = State(label="B-head", ref=scen.head_sha, launch=ann["launch_command"])
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 20}))  # nothing cached for it
-    cmp, ma, mb = m.compare_states(a, b, own, samples=5, on_sample=lambda label, _v: order.append(label))
-    assert cmp.verdict == "different" and cmp.delta_pct < -20
+    cmp, ma, mb = m.compare_states(a, b, workload, samples=5, on_sample=lambda label, _v: order.append(label))
+    assert cmp.verdict == "different" and cmp.delta_pct < -10
     assert order[:4] == ["A-good", "B-head", "A-good", "B-head"]
     assert ma.launches == 1 and mb.launches == 1  # warm servers, one launch each, across doubling rounds
 
 
-def test_a_state_that_does_not_launch_is_a_probe_error(lab):
+def test_doubling_rounds_reuse_the_warm_servers(two_slot_lab):
+    scen, ann, workload, m = two_slot_lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 12}))
+    a = State(label="A", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="B", ref=scen.head_sha, launch=ann["launch_command"])
+    # 2 vs 2 samples can never reach p <= 0.01, nor can 4 vs 4: two rounds, then the cap.
+    cmp, ma, mb = m.compare_states(a, b, own, samples=2, max_samples=4)
+    assert cmp.verdict == "unknown" and (cmp.n_a, cmp.n_b) == (4, 4)
+    assert ma.launches == 1 and mb.launches == 1
+
+
+def test_a_one_slot_pair_top_up_launches_each_side_again(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 18}))  # nothing cached for it
+    a = State(label="pair-good", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="pair-head", ref=scen.head_sha, launch=ann["launch_command"])
+    m.measure(a, own, 2)  # a has two already; b has none
+    ma, mb = m.measure_pair(a, b, own, 4)
+    assert len(ma.samples) == 4 and len(mb.samples) == 4
+    assert ma.launches == 2 and mb.launches == 2 and mb.groups == [2, 2]
+    again_a, again_b = m.measure_pair(a, b, own, 4)
+    assert again_a.samples == ma.samples and again_b.launches == 2  # enough already: nothing run
+    fresh_a, fresh_b = m.measure_pair(a, b, own, 2, fresh=True)  # a confirmation: new samples only
+    assert len(fresh_a.samples) == 6 and len(fresh_b.samples) == 6  # two more each, none reused...
+    assert fresh_b.launches == 4 and fresh_b.groups[-2:] == [1, 1]  # ...in two new launches each (A B B A)
+
+
+def test_a_state_that_does_not_start_is_broken_with_the_logs_reason(lab):
+    from tools.measure import BrokenState
+
     scen, _ann, workload, m = lab
-    broken = State(label="broken", ref=scen.good_sha, launch="echo 'cannot start'; exit 1")
-    with pytest.raises(ProbeError, match="does not launch"):
+    broken = State(label="broken", ref=scen.good_sha, launch="echo 'ValueError: no such model'; exit 1")
+    with pytest.raises(BrokenState, match="does not start: ValueError: no such model") as err:
         m.measure(broken, workload, 2)
+    assert isinstance(err.value, ProbeError) and err.value.log  # bisection skips it; the log is kept
+    calls = m.cost.launches
+    with pytest.raises(BrokenState):  # known broken: not launched again in this run
+        m.measure(broken, workload, 2)
+    assert m.cost.launches == calls
 
 
 def test_every_tool_is_typed_and_classed():
@@ -131,25 +272,3 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
     assert rec.result["state"]["ref"] != seed_scenario.head_sha and len(rec.result["samples"]) == 2
 
 
-def test_doubling_rounds_reuse_the_warm_servers(lab):
-    scen, ann, workload, m = lab
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 12}))
-    a = State(label="A", ref=scen.good_sha, launch=ann["launch_command"])
-    b = State(label="B", ref=scen.head_sha, launch=ann["launch_command"])
-    # 2 vs 2 samples can never reach p <= 0.01, nor can 4 vs 4: two rounds, then the cap.
-    cmp, ma, mb = m.compare_states(a, b, own, samples=2, max_samples=4)
-    assert cmp.verdict == "unknown" and (cmp.n_a, cmp.n_b) == (4, 4)
-    assert ma.launches == 1 and mb.launches == 1
-
-
-def test_a_pair_is_topped_up_interleaved_on_one_server_each(lab):
-    scen, ann, workload, m = lab
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 18}))  # nothing cached for it
-    a = State(label="pair-good", ref=scen.good_sha, launch=ann["launch_command"])
-    b = State(label="pair-head", ref=scen.head_sha, launch=ann["launch_command"])
-    m.measure(a, own, 2)  # a has two already; b has none
-    ma, mb = m.measure_pair(a, b, own, 4)
-    assert len(ma.samples) == 4 and len(mb.samples) == 4
-    assert ma.launches == 2 and mb.launches == 1  # one warm server each for the top-up
-    again_a, again_b = m.measure_pair(a, b, own, 4)
-    assert again_a.samples == ma.samples and again_b.launches == 1  # enough already: nothing run

@@ -44,6 +44,7 @@ class BenchConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     api_key: str = "EMPTY"
     server_log: Path | None = None
+    fail_fast: bool = False  # after a failed request, send no more (a hung server costs one timeout, not N)
 
 
 class RequestSample(BaseModel):
@@ -183,9 +184,14 @@ def run_bench(
         server = _FileLog(cfg.server_log)
     log_offset = server.log_size() if server is not None else 0
     lock = threading.Lock()
+    failed = threading.Event()
 
     def task(i: int) -> RequestSample:
+        if cfg.fail_fast and failed.is_set():
+            return RequestSample(index=i, ok=False, error="not sent: an earlier request failed")
         s = _one(client, cfg, i)
+        if not s.ok:
+            failed.set()
         if on_done is not None:
             with lock:
                 on_done(s)

@@ -1,25 +1,43 @@
-"""Measure repository states on a Host: samples, summaries, interleaved A/B comparisons, a cache.
+"""Measure repository states on a Host: samples, summaries, A/B comparisons, a cache, the cost.
 
 A *state* is a commit (or a snapshot commit of uncommitted work) plus a launch configuration
-(command template and env). Measuring it checks the commit out in a scratch worktree, launches
-the server, runs the workload ``samples`` times and stops everything. Results are cached by
-(tree hash, launch config, workload): the same state is never measured twice in a run, and a
-later request for more samples only takes the missing ones.
+(command template and env). Measuring it checks the commit out in a scratch worktree, runs the
+per-probe setup (a build), launches the server, runs the workload and takes samples. Results are
+cached by (tree hash, launch config, workload): the same state is never measured twice in a run,
+and a later request for more samples only takes the missing ones.
 
-``compare_states`` interleaves the two sides (A B A B ...) on two warm servers, or restarts the
-server for every sample (``fresh=True``), so machine drift hits both sides alike; while the
-verdict is ``unknown`` it doubles the samples, up to a cap.
+A host has *slots*: how many servers it can hold at once (a TP-8 server takes all eight GPUs of a
+node: one slot). The measurer never runs more servers than that. The last servers it launched
+stay up (at most ``slots`` of them) so a top-up of the same state costs no launch; a new state
+evicts the least recently used one.
+
+A/B comparisons (``compare_states``, ``measure_pair``):
+- with two slots or more, A B A B on two warm servers, so machine drift hits both sides alike;
+- on one slot, *launches* alternate in a balanced order (A B B A A B ...), several samples per
+  launch, the number per launch chosen from the measured cost of a launch and of a sample; the
+  statistics treat the samples of one launch as correlated (``tools.stats.compare_launches``).
+
+Every wait is bounded: the launch by ``launch_timeout_s``, each request by a timeout derived from
+the samples seen so far, the whole measurement by ``deadline`` (a wall-clock time: the hunt's
+budget). At the deadline the probe stops (server group killed, worktree removed) and ``Deadline``
+is raised. A state whose server dies at start, crashes on a request or stops answering raises
+``BrokenState`` (with the log's last error), a failing setup ``Unbuildable``: both are
+``ProbeError``s, so a bisection skips them and the hunt reports them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
+import statistics
 import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -31,9 +49,33 @@ from tools.bisect import ProbeError
 from tools.git import CliGit
 from tools.host import Host, HostError
 from tools.server import Server, ServerError, launch, reap
-from tools.stats import Comparison, Summary, compare, summarize
+from tools.serverlog import last_failure
+from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
 
 METRICS = ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s")
+# What a launch that finds the GPUs taken prints (SGLang, vLLM, the lab): not the state's fault.
+_NO_CAPACITY = re.compile(r"occupied by other processes|Free memory on device|Not enough memory|out of memory", re.I)
+
+
+class Deadline(RuntimeError):
+    """The wall-clock budget ran out while measuring; the probe was stopped and cleaned up."""
+
+
+class BrokenState(ProbeError):
+    """The state does not serve: its server does not start, crashes on a request or stops
+    answering. ``failure`` is the log's last error (the traceback's exception and its line)."""
+
+    def __init__(self, label: str, ref: str, how: str, failure: str | None, log: str | None) -> None:
+        self.how, self.failure, self.log = how, failure, log
+        super().__init__(f"{label} ({ref[:10]}) {how}: {failure or 'no error in the log'}")
+
+
+class Unbuildable(ProbeError):
+    """The per-probe setup (a build) failed in the state's worktree: skipped, never blamed."""
+
+
+class HostBusy(ProbeError):
+    """The server could not start because the host's GPUs are held by another process."""
 
 
 class Workload(BaseModel):
@@ -46,7 +88,9 @@ class Workload(BaseModel):
     command: str | None = None
 
     def key(self) -> str:
-        bench = self.bench.model_dump(mode="json", exclude={"endpoint", "server_log"}) if self.bench else None
+        bench = (
+            self.bench.model_dump(mode="json", exclude={"endpoint", "server_log", "timeout_s", "fail_fast"}) if self.bench else None
+        )
         return json.dumps({"bench": bench, "metric": self.metric, "command": self.command}, sort_keys=True)
 
 
@@ -64,6 +108,34 @@ class Measurement(BaseModel):
     summary: Summary
     verify_ms: list[float] = []
     launches: int
+    groups: list[int] = []  # samples per launch, in order
+
+
+class Cost(BaseModel):
+    """What measuring cost: launches, samples, device time (wall time with a server up, or a
+    benchmark command running) and build time (the per-probe setup)."""
+
+    launches: int = 0
+    samples: int = 0
+    device_s: float = 0.0
+    build_s: float = 0.0
+
+    def minus(self, before: Cost) -> Cost:
+        return Cost(
+            launches=self.launches - before.launches,
+            samples=self.samples - before.samples,
+            device_s=round(self.device_s - before.device_s, 3),
+            build_s=round(self.build_s - before.build_s, 3),
+        )
+
+    def plus(self, other: Cost | dict) -> Cost:
+        o = other if isinstance(other, Cost) else Cost.model_validate(other)
+        return Cost(
+            launches=self.launches + o.launches,
+            samples=self.samples + o.samples,
+            device_s=round(self.device_s + o.device_s, 3),
+            build_s=round(self.build_s + o.build_s, 3),
+        )
 
 
 def _measurement(state: State, tree: str, entry: dict) -> Measurement:
@@ -74,6 +146,7 @@ def _measurement(state: State, tree: str, entry: dict) -> Measurement:
         summary=summarize(entry["samples"]),
         verify_ms=list(entry["verify_ms"]),
         launches=entry["launches"],
+        groups=list(entry.get("groups", [])),
     )
 
 
@@ -97,7 +170,7 @@ class MeasureCache:
 
     def get(self, key: str) -> dict:
         with self.lock:
-            return self.data.setdefault(key, {"samples": [], "verify_ms": [], "launches": 0})
+            return self.data.setdefault(key, {"samples": [], "verify_ms": [], "launches": 0, "groups": []})
 
     def save(self) -> None:
         """Atomically (a temporary file renamed over the old one): a process killed mid-save leaves
@@ -109,6 +182,17 @@ class MeasureCache:
                 os.replace(tmp, self.path)
 
 
+class _Launched:
+    """One state made ready to sample: its worktree (and server), and how to take a sample."""
+
+    def __init__(self, key: str, state: State, stack: ExitStack, sample: Callable[[], tuple[float, float | None]]):
+        self.key, self.state, self.stack, self.sample = key, state, stack, sample
+        self.server: Server | None = None
+
+    def close(self) -> None:
+        self.stack.close()
+
+
 class Measurer:
     def __init__(
         self,
@@ -116,96 +200,296 @@ class Measurer:
         git: CliGit,
         log_dir: str | Path,
         cache: MeasureCache | None = None,
-        health_timeout_s: float = 120.0,
+        health_timeout_s: float = 1800.0,
         pid_dir: str | Path | None = None,
+        slots: int = 1,
+        setup: str | None = None,
+        sample_timeout_s: float | None = None,
     ) -> None:
         self.host = host
         self.git = git
         self.log_dir = Path(log_dir)
         self.cache = cache or MeasureCache()
-        self.health_timeout_s = health_timeout_s
+        self.health_timeout_s = health_timeout_s  # a launch's wait for /health (the launch timeout)
+        self.slots = max(1, slots)
+        self.setup = setup
+        self.sample_timeout_s = sample_timeout_s  # None: derived from the samples seen so far
+        self.deadline: float | None = None  # time.time() after which every wait ends (Deadline)
+        self.cost = Cost()
+        self.broken: dict[str, dict] = {}  # cache key -> {"how", "failure", "log"} of states that do not serve
         self._trees: dict[str, str] = {}  # commit sha -> tree sha
+        self._warm: OrderedDict[str, _Launched] = OrderedDict()  # at most ``slots``, least recent first
+        self._lock = threading.RLock()  # one driver of the host's slots at a time
+        self._launch_s: list[float] = []  # wall seconds per launch (setup + start to healthy)
+        self._sample_s: list[float] = []  # wall seconds per successful sample
         # What a killed predecessor left behind: its servers (registered in ``pid_dir``, shared by
         # the runs of one store) and its scratch worktrees.
         self.pid_dir = Path(pid_dir) if pid_dir else self.log_dir.parent / "servers"
         reap(self.pid_dir, host)
         git.remove_stale_worktrees()
 
-    # -- one server ---------------------------------------------------------------------------
-    def _server(self, stack: ExitStack, state: State) -> Server:
-        wt = stack.enter_context(self.git.worktree(state.ref))
+    # -- bounds ---------------------------------------------------------------------------------
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.time()
+
+    def _bound(self, timeout: float) -> float:
+        """``timeout``, cut to what is left of the deadline; raises Deadline when nothing is."""
+        left = self.remaining()
+        if left is None:
+            return timeout
+        if left <= 0:
+            raise Deadline("the wall-time budget ran out")
+        return min(timeout, left)
+
+    def _at_deadline(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0.5
+
+    def sample_timeout(self, configured: float) -> float:
+        """A sample's timeout: the configured one, or, once samples were seen, ten times the slowest
+        of them (at least 10 s): a request that takes ten times longer than any before is hung."""
+        if self.sample_timeout_s is not None:
+            return self.sample_timeout_s
+        if not self._sample_s:
+            return configured
+        return min(configured, max(10.0, 10 * max(self._sample_s)))
+
+    # -- one state ready to sample --------------------------------------------------------------
+    def _start(self, key: str, state: State, workload: Workload, entry: dict) -> _Launched:
+        """Check the state out, build it, launch it; a free slot is made first (never more servers
+        than the host has slots). On any failure nothing is left running."""
+        known = self.broken.get(key)
+        if known is not None:  # a state that did not serve once is not launched again in this run
+            if known["how"] == "does not build":
+                raise Unbuildable(f"{state.label} ({state.ref[:10]}) does not build: {known['failure']}")
+            raise BrokenState(state.label, state.ref, known["how"], known["failure"], known["log"])
+        while len(self._warm) >= self.slots:
+            _key, old = self._warm.popitem(last=False)
+            old.close()
+        stack = ExitStack()
+        try:
+            t0 = time.monotonic()
+            wt = stack.enter_context(self.git.worktree(state.ref))
+            self._build(key, state, wt)
+            if workload.command is None:
+                server = self._launch(key, state, wt, stack)
+                launched = _Launched(key, state, stack, lambda: self._sample(server, workload, state))
+                launched.server = server
+            else:
+                up = time.monotonic()
+                stack.callback(lambda: self._add_device(time.monotonic() - up))
+                launched = _Launched(key, state, stack, lambda: self._run_command(wt, workload, state))
+            self._launch_s.append(time.monotonic() - t0)
+        except BaseException:
+            stack.close()
+            raise
+        entry["launches"] += 1
+        groups = entry.setdefault("groups", [])
+        if sum(groups) < len(entry["samples"]):  # samples cached before launches were counted
+            groups.append(len(entry["samples"]) - sum(groups))
+        groups.append(0)
+        self.cost = self.cost.plus(Cost(launches=1))
+        return launched
+
+    def _add_device(self, seconds: float) -> None:
+        self.cost = self.cost.plus(Cost(device_s=seconds))
+
+    def _build(self, key: str, state: State, worktree: str) -> None:
+        if not self.setup:
+            return
+        cmd = self.setup.replace("{worktree}", shlex.quote(worktree))
+        t0 = time.monotonic()
+        try:
+            res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=self._bound(self.health_timeout_s))
+        finally:
+            self.cost = self.cost.plus(Cost(build_s=time.monotonic() - t0))
+        if res.timed_out and self._at_deadline():
+            raise Deadline("the wall-time budget ran out during the setup")
+        if not res.ok:
+            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
+            failure = f"setup `{self.setup}` {why}: {tail[0][:300]}"
+            self.broken[key] = {"how": "does not build", "failure": failure, "log": None}
+            raise Unbuildable(f"{state.label} ({state.ref[:10]}) does not build: {failure}")
+
+    def _launch(self, key: str, state: State, worktree: str, stack: ExitStack) -> Server:
         log = self.log_dir / f"{state.label}-{state.ref[:10]}-{uuid.uuid4().hex[:6]}.log"
+        timeout = self._bound(self.health_timeout_s)
+        up = time.monotonic()
         try:
             server = launch(
                 state.launch,
-                wt,
+                worktree,
                 log,
                 env=state.env,
                 host=self.host,
-                health_timeout_s=self.health_timeout_s,
+                health_timeout_s=timeout,
                 pid_dir=self.pid_dir,
             )
         except ServerError as exc:
-            raise ProbeError(f"{state.label} ({state.ref[:10]}) does not launch: {exc}") from exc
-        stack.callback(server.stop)
+            self._add_device(time.monotonic() - up)
+            text = str(exc)
+            if self._at_deadline():
+                raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
+            if _NO_CAPACITY.search(text):
+                raise HostBusy(f"{state.label} ({state.ref[:10]}) cannot start, no free GPU: {text}") from exc
+            how = (
+                f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
+            )
+            lines = [x.strip() for x in text.splitlines() if x.strip()]
+            failure = last_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
+            self.broken[key] = {"how": how, "failure": failure, "log": str(log)}
+            raise BrokenState(state.label, state.ref, how, failure, str(log)) from exc
+
+        def stop() -> None:
+            server.stop()
+            self._add_device(time.monotonic() - up)
+
+        stack.callback(stop)
         return server
 
-    def _open(self, stack: ExitStack, state: State, workload: Workload, entry: dict):
-        """Make a state ready to sample (launch its server, or just check it out); returns sample()."""
-        if workload.command is None:
-            server = self._server(stack, state)
-            entry["launches"] += 1
-            return lambda: self._sample(server, workload)
-        wt = stack.enter_context(self.git.worktree(state.ref))
-        entry["launches"] += 1
-        return lambda: self._run_command(wt, workload, state.env)
-
-    def _run_command(self, worktree: str, workload: Workload, env: dict[str, str]) -> tuple[float, float | None]:
+    # -- one sample -----------------------------------------------------------------------------
+    def _run_command(self, worktree: str, workload: Workload, state: State) -> tuple[float, float | None]:
         assert workload.command is not None
         cmd = workload.command.replace("{worktree}", shlex.quote(worktree))
-        res = self.host.run(cmd, cwd=worktree, env=env or None, timeout=self.health_timeout_s)
+        t0 = time.monotonic()
+        res = self.host.run(
+            cmd, cwd=worktree, env=state.env or None, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
+        )
         numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", res.stdout)
+        if res.timed_out and self._at_deadline():
+            raise Deadline("the wall-time budget ran out during a benchmark command")
         if not res.ok or not numbers:
             why = "timed out" if res.timed_out else f"exit {res.exit_code}" if not res.ok else "printed no number"
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
             raise ProbeError(f"benchmark command {why} in {worktree}: {tail[0][:200]}")
+        self._sample_s.append(time.monotonic() - t0)
         return float(numbers[-1]), None
 
-    def _sample(self, server: Server, workload: Workload) -> tuple[float, float | None]:
+    def _sample(self, server: Server, workload: Workload, state: State) -> tuple[float, float | None]:
         assert workload.bench is not None
-        cfg = workload.bench.model_copy(update={"endpoint": f"{server.base_url}/v1", "server_log": None})
+        timeout = self._bound(self.sample_timeout(workload.bench.timeout_s))
+        cfg = workload.bench.model_copy(
+            update={"endpoint": f"{server.base_url}/v1", "server_log": None, "timeout_s": timeout, "fail_fast": True}
+        )
+        t0 = time.monotonic()
         res = run_bench(cfg, server=server)
         if res.errors:
-            raise ProbeError(f"{res.errors} request(s) failed: {res.samples[0].error}")
+            if self._at_deadline():
+                raise Deadline(f"the wall-time budget ran out while sampling {state.label}")
+            self._broken_on_request(server, state, res.samples[0].error or "", timeout)
+        self._sample_s.append(time.monotonic() - t0)
         value = getattr(res, workload.metric)
         if workload.metric in ("ttft_s", "latency_s"):
             value = value.p50
         return float(value), res.verify_ms
 
+    def _broken_on_request(self, server: Server, state: State, error: str, timeout: float) -> None:
+        """A request failed: the server crashed (it died, or answers errors) or hangs (timeouts).
+        Either way the state is broken; the log says why."""
+        timed_out = "Timeout" in error or "timed out" in error.lower()
+        time.sleep(0.2)  # a dying server writes its last lines
+        text = server.log_text()
+        alive = server.alive()
+        failure = last_failure(text)
+        if timed_out and alive:
+            how = f"stops answering (no response within {timeout:.0f} s)"
+            failure = failure or error
+        else:
+            how = "crashes on a request" if not alive or failure else "fails requests"
+            failure = failure or error
+        raise BrokenState(state.label, state.ref, how, failure, server.log_path)
+
+    # -- the cache and the slots ----------------------------------------------------------------
     def _entry(self, state: State, workload: Workload) -> tuple[dict, str]:
         tree = self._trees.get(state.ref)
         if tree is None:  # a commit's tree never changes: one git call per commit, not per lookup
             tree = self._trees[state.ref] = self.git.tree_hash(state.ref)
         return self.cache.get(MeasureCache.key(tree, state, workload)), tree
 
+    def _take(self, state: State, workload: Workload, entry: dict, n: int, fresh: bool, on_sample) -> None:
+        """``n`` samples of ``state`` on its warm server (or a new launch; ``fresh``: always new)."""
+        if n <= 0:
+            return
+        key = MeasureCache.key(self._entry(state, workload)[1], state, workload)
+        launched = self._warm.pop(key, None)
+        if launched is not None and fresh:
+            launched.close()
+            launched = None
+        if launched is None:
+            launched = self._start(key, state, workload, entry)
+        self._warm[key] = launched  # most recent last
+        try:
+            for _ in range(n):
+                if self._at_deadline():
+                    raise Deadline(f"the wall-time budget ran out while sampling {state.label}")
+                value, verify = launched.sample()
+                entry["samples"].append(value)
+                entry["groups"][-1] += 1
+                if verify is not None:
+                    entry["verify_ms"].append(verify)
+                self.cost = self.cost.plus(Cost(samples=1))
+                if on_sample:
+                    on_sample(state.label, value)
+        except BaseException as exc:
+            self._warm.pop(key, None)
+            launched.close()
+            if isinstance(exc, BrokenState) and key not in self.broken:
+                self.broken[key] = {"how": exc.how, "failure": exc.failure, "log": exc.log}
+            raise
+
+    def close(self) -> None:
+        """Stop every warm server (and remove its worktree)."""
+        with self._lock:
+            while self._warm:
+                _key, launched = self._warm.popitem(last=False)
+                launched.close()
+
+    def __enter__(self) -> Measurer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def measure(
         self, state: State, workload: Workload, samples: int, on_sample: Callable[[str, float], None] | None = None
     ) -> Measurement:
         """At least ``samples`` samples of ``state`` (cached ones count)."""
-        entry, tree = self._entry(state, workload)
-        missing = samples - len(entry["samples"])
-        if missing > 0:
-            with ExitStack() as stack:
-                sample = self._open(stack, state, workload, entry)
-                for _ in range(missing):
-                    value, verify = sample()
-                    entry["samples"].append(value)
-                    if verify is not None:
-                        entry["verify_ms"].append(verify)
-                    if on_sample:
-                        on_sample(state.label, value)
-            self.cache.save()
-        return _measurement(state, tree, entry)
+        with self._lock:
+            entry, tree = self._entry(state, workload)
+            try:
+                self._take(state, workload, entry, samples - len(entry["samples"]), False, on_sample)
+            finally:
+                self.cache.save()
+            return _measurement(state, tree, entry)
+
+    def samples_per_launch(self, need: int) -> int:
+        """How many samples one launch should give on a one-slot host, from the measured costs:
+        the classic optimum for two-stage sampling, sqrt(launch cost / sample cost x within-launch
+        variance / between-launch variance), with a prior of ten samples per launch and a
+        launch-to-launch spread a third of the sample noise until measured; at most half of what
+        a side needs, so each side gets two launches (a balanced A B B A)."""
+        ratio = 10.0
+        if self._launch_s and self._sample_s:
+            ratio = statistics.median(self._launch_s) / max(1e-6, statistics.median(self._sample_s))
+        variance_ratio = self._variance_ratio()
+        best = math.sqrt(max(ratio, 0.0) * variance_ratio)
+        return max(1, min(math.ceil(need / 2), round(best)))
+
+    def _variance_ratio(self) -> float:
+        """Within-launch over between-launch variance, from every cached state with two launches
+        or more of two samples or more (9.0 until there are such states)."""
+        within, between = [], []
+        for e in list(self.cache.data.values()):
+            launches = [g for g in split_launches(e["samples"], e.get("groups", [])) if len(g) >= 2]
+            if len(launches) < 2:
+                continue
+            within.append(statistics.mean(statistics.variance(g) for g in launches))
+            between.append(statistics.variance([statistics.mean(g) for g in launches]))
+        if not within:
+            return 9.0
+        w, b = statistics.mean(within), statistics.mean(between)
+        return min(100.0, max(1.0, w / b if b > 0 else 100.0))
 
     def compare_states(
         self,
@@ -219,63 +503,78 @@ class Measurer:
         fresh: bool = False,
         on_sample: Callable[[str, float], None] | None = None,
     ) -> tuple[Comparison, Measurement, Measurement]:
-        """Interleaved A/B: A B A B ... on warm servers (or a fresh launch per sample), doubling the
-        samples while the verdict is ``unknown``. Returns (comparison of B against A, A, B)."""
-        ea, tree_a = self._entry(a, workload)
-        eb, tree_b = self._entry(b, workload)
-        n = samples
-        with ExitStack() as warm:  # warm servers live across the doubling rounds
-            samplers: dict[str, object] = {}
+        """A/B (interleaved on two slots, balanced launches on one; ``fresh``: a launch per sample
+        block even on two), doubling the samples while the verdict is ``unknown``. Returns
+        (comparison of B against A, A, B)."""
+        with self._lock:
+            ea, tree_a = self._entry(a, workload)
+            eb, tree_b = self._entry(b, workload)
+            n = samples
             while True:
                 need = max(0, n - len(ea["samples"])), max(0, n - len(eb["samples"]))
                 if any(need):
-                    self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample, warm, samplers)
-                    self.cache.save()
-                cmp = compare(ea["samples"], eb["samples"], alpha=alpha, min_effect_pct=min_effect_pct)
+                    try:
+                        self._interleave([(a, ea, need[0]), (b, eb, need[1])], workload, fresh, on_sample)
+                    finally:
+                        self.cache.save()
+                cmp = compare_launches(
+                    ea["samples"],
+                    ea.get("groups", []),
+                    eb["samples"],
+                    eb.get("groups", []),
+                    alpha=alpha,
+                    min_effect_pct=min_effect_pct,
+                )
                 if cmp.verdict != "unknown" or n >= max_samples:
                     break
                 n = min(2 * n, max_samples)
-        return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
+            return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
-    def measure_pair(self, a: State, b: State, workload: Workload, samples: int) -> tuple[Measurement, Measurement]:
-        """Top both states up to ``samples`` each, interleaved A B A B on one warm server each, so
-        a neighbour's load falls on both sides alike instead of on whichever ran second."""
+    def measure_pair(
+        self, a: State, b: State, workload: Workload, samples: int, fresh: bool = False
+    ) -> tuple[Measurement, Measurement]:
+        """Top both states up to ``samples`` each (``fresh``: that many *new* samples each, none
+        reused), interleaved as ``compare_states`` does, so a neighbour's load falls on both sides
+        alike instead of on whichever ran second."""
         if a.label == b.label:
             b = b.model_copy(update={"label": b.label + "-b"})
-        ea, tree_a = self._entry(a, workload)
-        eb, tree_b = self._entry(b, workload)
-        need_a, need_b = max(0, samples - len(ea["samples"])), max(0, samples - len(eb["samples"]))
-        if need_a or need_b:
-            with ExitStack() as warm:
-                self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, False, None, warm, {})
-            self.cache.save()
-        return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
+        with self._lock:
+            ea, tree_a = self._entry(a, workload)
+            eb, tree_b = self._entry(b, workload)
+            if fresh:
+                need_a = need_b = samples
+            else:
+                need_a, need_b = max(0, samples - len(ea["samples"])), max(0, samples - len(eb["samples"]))
+            if need_a or need_b:
+                try:
+                    self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, fresh, None)
+                finally:
+                    self.cache.save()
+            return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def _interleave(
-        self,
-        sides: list[tuple[State, dict, int]],
-        workload: Workload,
-        fresh: bool,
-        on_sample,
-        warm: ExitStack,
-        samplers: dict[str, object],
+        self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample
     ) -> None:
-        for i in range(max(n for _, _, n in sides)):
-            for state, entry, n in sides:
-                if i >= n:
-                    continue
-                if fresh:
-                    with ExitStack() as once:
-                        value, verify = self._open(once, state, workload, entry)()
-                else:
-                    if state.label not in samplers:
-                        samplers[state.label] = self._open(warm, state, workload, entry)
-                    value, verify = samplers[state.label]()  # type: ignore[operator]
-                entry["samples"].append(value)
-                if verify is not None:
-                    entry["verify_ms"].append(verify)
-                if on_sample:
-                    on_sample(state.label, value)
+        if self.slots >= 2 and not fresh:
+            # Two warm servers: A B A B, one sample at a time.
+            for i in range(max(n for _, _, n in sides)):
+                for state, entry, n in sides:
+                    if i < n:
+                        self._take(state, workload, entry, 1, False, on_sample)
+            return
+        # One slot (or fresh launches asked for): launches in a balanced order, A B B A A B ...,
+        # each giving a block of samples; a side that needs nothing is not launched.
+        need = {s.label: n for s, _, n in sides}
+        per = self.samples_per_launch(max(need.values()))
+        order = [sides[0], sides[1]]
+        i = 0
+        while any(need.values()):
+            for state, entry, _n in order if i % 2 == 0 else order[::-1]:
+                block = min(per, need[state.label])
+                if block:
+                    self._take(state, workload, entry, block, True, on_sample)
+                    need[state.label] -= block
+            i += 1
 
     def probe_fn(self, launch_template: str, workload: Workload, env: dict[str, str] | None = None):
         """A ``tools.bisect.Probe``: the next n samples of a commit (cached ones first, then new

@@ -50,3 +50,34 @@ def read_log(path: str | Path, offset: int = 0) -> ServerLog:
     with open(path, "rb") as f:
         f.seek(offset)
         return parse_log(f.read().decode(errors="replace"))
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_EXC = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
+_FATAL = ("watchdog timeout", "Received sigquit", "Not enough memory", "Free memory on device", "out of memory")
+
+
+def last_failure(text: str) -> str | None:
+    """What a failed server last said, in one line: the last traceback's exception with the file
+    and line it was raised at (``NameError: name 'x' is not defined (scheduler.py:135)``), else the
+    last fatal line (a watchdog timeout, an out-of-memory at start); None when the log has neither."""
+    lines = text.splitlines()
+    found: str | None = None
+    frame: str | None = None
+    in_tb = False
+    for raw in lines:
+        line = raw.split("] ", 1)[1] if raw.startswith("[") and "] " in raw else raw
+        if "Traceback (most recent call last)" in line:
+            in_tb, frame = True, None
+            continue
+        if in_tb:
+            if m := _FRAME.match(line):
+                frame = f"{Path(m.group(1)).name}:{m.group(2)}"
+                continue
+            if m := _EXC.match(line.strip()):
+                found = line.strip() + (f" ({frame})" if frame else "")
+                in_tb = False
+            continue
+        if any(f in line for f in _FATAL) and "Received sigquit" not in line:
+            found = line.strip()
+    return found

@@ -198,3 +198,58 @@ def min_p_value(n_a: int, n_b: int) -> float:
     if n_a == 0 or n_b == 0:
         return 1.0
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def split_launches(samples: Sequence[float], groups: Sequence[int]) -> list[list[float]]:
+    """The samples of each launch, in order (``groups``: how many samples each launch gave; samples
+    beyond the groups' total, from before groups were kept, count as one launch)."""
+    out, i = [], 0
+    for n in groups:
+        if n > 0:
+            out.append(list(samples[i : i + n]))
+        i += n
+    if i < len(samples):
+        out.append(list(samples[i:]))
+    return out
+
+
+def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
+    """One-way ANOVA of the samples on their launch, within each side, pooled: the p-value that
+    launch-to-launch variance is zero. 1.0 when no side has two launches of two samples each."""
+    ss_between = ss_within = 0.0
+    df_between = df_within = 0
+    for launches in sides:
+        usable = [np.asarray(g, dtype=float) for g in launches if len(g) >= 1]
+        if len(usable) < 2:
+            continue
+        grand = float(np.mean(np.concatenate(usable)))
+        ss_between += sum(g.size * (float(g.mean()) - grand) ** 2 for g in usable)
+        ss_within += sum(float(((g - g.mean()) ** 2).sum()) for g in usable)
+        df_between += len(usable) - 1
+        df_within += sum(g.size - 1 for g in usable)
+    if df_between == 0 or df_within == 0 or ss_within <= 0:
+        return 1.0
+    f = (ss_between / df_between) / (ss_within / df_within)
+    from scipy.stats import f as f_dist
+
+    return float(f_dist.sf(f, df_between, df_within))
+
+
+def compare_launches(
+    a: Sequence[float],
+    a_groups: Sequence[int],
+    b: Sequence[float],
+    b_groups: Sequence[int],
+    launch_alpha: float = 0.05,
+    **kwargs,
+) -> Comparison:
+    """``compare`` for samples that come in launches (a server restarted between groups). Samples
+    of one launch share that launch's offset (weights placement, clocks, a neighbour), so they are
+    not independent. When the launches differ (ANOVA p < ``launch_alpha``) the launch is the unit
+    of replication and each launch counts once, by its median; otherwise the samples pool. With
+    few launches per side that comparison cannot reach a small p: more launches are needed, which
+    is the honest answer when a restart moves the metric."""
+    la, lb = split_launches(a, a_groups), split_launches(b, b_groups)
+    if launch_effect_p(la, lb) >= launch_alpha:
+        return compare(a, b, **kwargs)
+    return compare([float(np.median(g)) for g in la], [float(np.median(g)) for g in lb], **kwargs)

@@ -107,12 +107,27 @@ class _Git:
         return proc.stdout.strip()
 
 
+def default_launch_scale() -> float:
+    """How much of the spec's simulated launch time a built host spends: 1.0 (realistic, for
+    ``bench/``) unless ``$SLEUTH_LAB_LAUNCH_SCALE`` says otherwise (the tests and the demo run
+    launches at a few percent of it, so a hunt of a dozen launches stays fast)."""
+    raw = os.environ.get("SLEUTH_LAB_LAUNCH_SCALE", "1")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise LabError(f"$SLEUTH_LAB_LAUNCH_SCALE: '{raw}' is not a number") from None
+    if not 0 <= value <= 10:
+        raise LabError(f"$SLEUTH_LAB_LAUNCH_SCALE: {value} is outside [0, 10]")
+    return value
+
+
 class _Tree:
     """The stack's files with their site markers, and the changes applied to them."""
 
-    def __init__(self, files: dict[str, str], spec: Scenario) -> None:
+    def __init__(self, files: dict[str, str], spec: Scenario, launch_scale: float = 1.0) -> None:
         self.files = files
         self.spec = spec
+        self.launch_scale = launch_scale
         self.costs = spec.system.kernel_costs()
         self.extra_kernels: dict[str, dict] = {}
         self.variant_used: dict[str, int] = {}
@@ -149,7 +164,7 @@ class _Tree:
             if rel in EXECUTABLE:
                 dest.chmod(0o755)
 
-    def profile(self, version: str, extra_us: dict[str, float] | None = None) -> dict:
+    def profile(self, version: str, extra_us: dict[str, float] | None = None, host: Path | None = None) -> dict:
         kernels = {n: {"us": us, "class": KERNELS[n].klass} for n, us in self.costs.items()}
         if self.cutlass_added_us is not None:
             kernels["moe_experts_cutlass"]["us"] = self.costs["moe_experts"] + self.cutlass_added_us
@@ -178,6 +193,15 @@ class _Tree:
             "reference_sm_clock_mhz": REFERENCE_SM_CLOCK_MHZ,
             "noise_cv": self.spec.system.noise_cv,
             "launch_cv": self.spec.system.launch_cv,
+            # The host's GPUs: a server holds --tp of them (lock files) until it exits.
+            "gpu_dir": str(host / "gpus") if host is not None else None,
+            "gpu_count": self.spec.hardware.count,
+            "gpu_memory_gib": round(self.spec.hardware.memory_total_mib / 1024, 2),
+            # Simulated seconds of a launch, as a real server spends them: weights, then graph capture.
+            "launch": {
+                "weights_s": round(0.6 * self.spec.system.launch_s * self.launch_scale, 4),
+                "capture_s": round(0.4 * self.spec.system.launch_s * self.launch_scale, 4),
+            },
         }
 
 
@@ -236,6 +260,7 @@ def _kind_of_commit_change(sha: str, c: Commit) -> Change:
 
 def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> None:
     (host / "bin").mkdir(parents=True)
+    (host / "gpus").mkdir()
     smi = host / "bin" / "nvidia-smi"
     smi.write_text("#!/usr/bin/env python3\n" + (RUNTIME_DIR / "nvidia_smi.py").read_text())
     smi.chmod(0o755)
@@ -247,7 +272,7 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
         pkg = dest / "minitorch"
         pkg.mkdir(parents=True)
         shutil.copy(RUNTIME_DIR / "minitorch" / "__init__.py", pkg / "__init__.py")
-        (pkg / "_profile.json").write_text(json.dumps(tree.profile(version, extra), indent=2) + "\n")
+        (pkg / "_profile.json").write_text(json.dumps(tree.profile(version, extra, final_host), indent=2) + "\n")
 
     dep = spec.dependency
     slowdown: dict[str, float] = {}
@@ -308,7 +333,7 @@ def benchmark_command(spec: Scenario) -> str:
     )
 
 
-def _alert(spec: Scenario, res: BuildResult, final_root: Path) -> dict:
+def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: float) -> dict:
     a = spec.alert
     mode = "eagle3" if "--speculative-algorithm" in spec.launch.flags else "baseline"
     summary = a.summary or f"{mode} throughput {a.good:g} -> {a.bad:g} tok/s on {a.host}"
@@ -330,6 +355,10 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path) -> dict:
         "launch_command": launch_command(spec, final_root / "host", spec.launch.flags),
         "benchmark_command": benchmark_command(spec),
         "time_scale": f"{spec.time_scale:g}",
+        # One server per host when it takes every GPU (a TP-8 server on an 8-GPU node).
+        "slots": str(max(1, spec.hardware.count // spec.system.tp)),
+        # 1800 s on a real node; here in the lab's wall seconds (its clock and launch time scaled).
+        "launch_timeout": f"{max(60.0, 1800 * spec.time_scale * launch_scale):g}",
     }
     if spec.launch.good_flags is not None:
         ann["good_launch_command"] = launch_command(spec, final_root / "host", spec.launch.good_flags)
@@ -380,8 +409,8 @@ def _truth(spec: Scenario, res: BuildResult) -> dict:
     }
 
 
-def _build_into(spec: Scenario, tmp: Path, final: Path) -> BuildResult:
-    tree = _Tree(_read_stack(), spec)
+def _build_into(spec: Scenario, tmp: Path, final: Path, launch_scale: float) -> BuildResult:
+    tree = _Tree(_read_stack(), spec, launch_scale)
     upstream, repo, host = tmp / ".upstream", tmp / "repo", tmp / "host"
     upstream.mkdir(parents=True)
     ugit = _Git(upstream)
@@ -485,14 +514,16 @@ def _build_into(spec: Scenario, tmp: Path, final: Path) -> BuildResult:
     shutil.rmtree(upstream)
     res = BuildResult(final, final / "repo", final / "host", good, head, pre_pull, changes)
     res.truth = _truth(spec, res)
-    res.alert = _alert(spec, res, final)
+    res.alert = _alert(spec, res, final, tree.launch_scale)
     (tmp / "truth.json").write_text(json.dumps(res.truth, indent=2) + "\n")
     (tmp / "alert.json").write_text(json.dumps(res.alert, indent=2) + "\n")
     return res
 
 
-def build(spec: Scenario, out_dir: str | Path) -> BuildResult:
-    """Build ``spec`` into ``out_dir`` (absent or empty); atomic: all of it or nothing."""
+def build(spec: Scenario, out_dir: str | Path, launch_scale: float | None = None) -> BuildResult:
+    """Build ``spec`` into ``out_dir`` (absent or empty); atomic: all of it or nothing.
+    ``launch_scale`` multiplies the spec's simulated launch time (default: ``default_launch_scale``)."""
+    launch_scale = default_launch_scale() if launch_scale is None else launch_scale
     final = Path(out_dir).resolve()
     if final.exists() and (not final.is_dir() or any(final.iterdir())):
         raise LabError(f"{final}: exists and is not an empty directory")
@@ -500,7 +531,7 @@ def build(spec: Scenario, out_dir: str | Path) -> BuildResult:
     tmp = final.parent / f".{final.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        res = _build_into(spec, tmp, final)
+        res = _build_into(spec, tmp, final, launch_scale)
         if final.exists():
             final.rmdir()
         tmp.rename(final)

@@ -435,6 +435,39 @@ def _launch_fixed(text: str, n: int, salt: str) -> str:
     return _replace(text, BREAK_LINE, "# _require_lora_backend() runs only when --lora-paths is given\n")
 
 
+def _crash_on_request(text: str, n: int, salt: str) -> str:
+    """A refactor that calls a helper it never imported: the scheduler thread dies with a
+    NameError on the first decode step, so the server fails every request (the seeds' kind of
+    "works on my branch" commit; here it is the lab's way to build a broken HEAD)."""
+    text = _replace(
+        text,
+        "        # @site step\n",
+        "        # @site step\n        step_metrics.observe(len(self.running))  # per-step metrics for /metrics\n",
+    )
+    return _append(text, harmless_block("step metrics", max(0, n - 1), salt))
+
+
+def _hang_in_allreduce(text: str, n: int, salt: str) -> str:
+    """An eager all-reduce that waits for a peer which never arrives (an NCCL deadlock): the
+    first request never completes; with ``--watchdog-timeout`` the server kills itself."""
+    text = _replace(
+        text,
+        "        # @site allreduce_eager\n",
+        "        # @site allreduce_eager\n        _wait_for_peers(self)  # rendezvous before the collective\n",
+    )
+    helper = [
+        "",
+        "",
+        "def _wait_for_peers(comm) -> None:",
+        '    """Block until every rank reached the collective (the peer flag is never set)."""',
+        "    import time as _time",
+        "",
+        "    while not getattr(comm, '_peers_ready', False):",
+        "        _time.sleep(0.01)",
+    ]
+    return _append(text, _pad(helper, n, "peer rendezvous", salt))
+
+
 def _generic(text: str, n: int, salt: str) -> str:
     return _append(text, harmless_block("tuning", n, salt))
 
@@ -448,6 +481,8 @@ TEMPLATES: dict[str, Template] = {
     "sm120_moe_runner": Template(f"{STACK_PKG}/server_args.py", ("moe_experts",), _sm120_moe_runner),
     "launch_breaks": Template(f"{STACK_PKG}/server_args.py", (), _launch_breaks),
     "launch_fixed": Template(f"{STACK_PKG}/server_args.py", (), _launch_fixed),
+    "crash_on_request": Template(f"{STACK_PKG}/managers/scheduler.py", (), _crash_on_request),
+    "hang_in_allreduce": Template(f"{STACK_PKG}/distributed/pynccl.py", (), _hang_in_allreduce),
     "generic": Template(None, (), _generic),
 }
 

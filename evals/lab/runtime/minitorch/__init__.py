@@ -14,6 +14,7 @@ Speed comes from three places, all visible to a careful engineer:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -126,11 +127,78 @@ class Device:
         return us
 
 
+class _GpuClaim:
+    """The GPUs this process holds: one ``flock`` per GPU on ``host/gpus/N.lock``.
+
+    A real runtime allocates ``mem_fraction_static`` of every GPU it uses; a second server on the
+    same GPUs finds too little free memory and fails at start. Here each GPU is a lock file held
+    by an open descriptor for the life of the process, so the kernel releases it when the process
+    exits, however it exits (SIGKILL included), exactly like device memory."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[int, int]] = []  # (gpu index, fd)
+
+    def reserve(self, count: int, mem_fraction: float) -> list[int]:
+        gpu_dir = _PROFILE.get("gpu_dir")
+        total = int(_PROFILE.get("gpu_count", count))
+        total_gib = float(_PROFILE.get("gpu_memory_gib", 95.6))
+        if count > total:
+            raise RuntimeError(f"tp_size={count} needs {count} GPUs, but this host has {total}")
+        if not gpu_dir:
+            return list(range(count))
+        Path(gpu_dir).mkdir(parents=True, exist_ok=True)
+        for i in range(total):
+            if len(self.held) == count:
+                break
+            fd = os.open(os.path.join(gpu_dir, f"{i}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self.held.append((i, fd))
+        if len(self.held) < count:
+            busy = next(i for i in range(total) if i not in {g for g, _ in self.held})
+            self.release()
+            free = total_gib * 0.08
+            need = total_gib * mem_fraction
+            raise RuntimeError(
+                f"Not enough memory on GPU {busy}: {free:.2f} GiB free of {total_gib:.2f} GiB, "
+                f"mem_fraction_static={mem_fraction} needs {need:.2f} GiB. "
+                "The memory capacity is unbalanced. Some GPUs may be occupied by other processes."
+            )
+        return [g for g, _ in self.held]
+
+    def release(self) -> None:
+        for _, fd in self.held:
+            os.close(fd)
+        self.held = []
+
+
+def simulated_wait(seconds: float) -> float:
+    """Spend ``seconds`` of simulated host time (weight loading, graph capture): scaled by the
+    runtime's time scale, like every device cost. Returns the simulated seconds."""
+    scale = float(os.environ.get("MINITORCH_TIME_SCALE", _PROFILE["time_scale"]))
+    if seconds > 0:
+        time.sleep(seconds * scale)
+    return seconds
+
+
+LAUNCH_COSTS: dict[str, float] = _PROFILE.get("launch", {})
+
+
 class _Cuda:
     """``minitorch.cuda``: the lazily created default device."""
 
     _device: Device | None = None
     _init_lock = threading.Lock()
+    _claim = _GpuClaim()
+
+    def reserve(self, count: int, mem_fraction: float) -> list[int]:
+        """Take ``count`` GPUs for this process (RuntimeError when they are occupied)."""
+        return self._claim.reserve(count, mem_fraction)
 
     def device(self) -> Device:
         with self._init_lock:

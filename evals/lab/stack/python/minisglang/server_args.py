@@ -26,6 +26,7 @@ class ServerArgs:
     decode_log_interval: int = 40
     random_seed: int = 42
     mem_fraction_static: float = 0.85
+    watchdog_timeout: float = 300.0
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -67,7 +68,7 @@ class ServerArgs:
                 "random_seed",
             ):
                 parser.add_argument(flag, type=int, default=field.default)
-            elif field.name == "mem_fraction_static":
+            elif field.name in ("mem_fraction_static", "watchdog_timeout"):
                 parser.add_argument(flag, type=float, default=field.default)
             else:
                 parser.add_argument(flag, type=str, default=field.default)

@@ -30,11 +30,16 @@ class ModelRunner:
     def __init__(self, server_args) -> None:
         self.server_args = server_args
         config = _model_config(server_args.model_path)
+        gpus = torch.cuda.reserve(server_args.tp_size, server_args.mem_fraction_static)
+        logger.info("Init torch distributed begin. tp_size=%d, gpus=%s", server_args.tp_size, gpus)
         initialize_model_parallel(server_args.tp_size)
         self.attn_backend = create_attn_backend(server_args.attention_backend)
+        logger.info("Load weight begin. avail mem=%.2f GB", 95.6)
+        took = torch.simulated_wait(torch.LAUNCH_COSTS.get("weights_s", 0.0))
         self.model = load_model(config["num_hidden_layers"], self.attn_backend, server_args.moe_runner_backend)
         logger.info(
-            "Load weight end. type=%s, layers=%d, tp=%d, device=%s (sm%d%d)",
+            "Load weight end. Time elapsed: %.2f s. type=%s, layers=%d, tp=%d, device=%s (sm%d%d)",
+            took,
             type(self.model).__name__,
             len(self.model.layers),
             server_args.tp_size,
@@ -45,7 +50,9 @@ class ModelRunner:
         if server_args.disable_cuda_graph:
             logger.info("CUDA graph is disabled.")
         else:
-            logger.info("Capture cuda graph end. bs=%s", self.graph_runner.captured_bs)
+            logger.info("Capture cuda graph begin. This can take up to several minutes.")
+            took = torch.simulated_wait(torch.LAUNCH_COSTS.get("capture_s", 0.0))
+            logger.info("Capture cuda graph end. Time elapsed: %.2f s. bs=%s", took, self.graph_runner.captured_bs)
 
     def forward_decode(self, batch) -> None:
         if self.graph_runner.can_run(batch):

@@ -59,7 +59,14 @@ class Handler(BaseHTTPRequestHandler):
     def _send_error(self, err: ApiError) -> None:
         self._send_json(
             err.status,
-            {"error": {"message": err.message, "type": "invalid_request_error", "param": err.param, "code": None}},
+            {
+                "error": {
+                    "message": err.message,
+                    "type": "InternalServerError" if err.status >= 500 else "invalid_request_error",
+                    "param": err.param,
+                    "code": err.status if err.status >= 500 else None,
+                }
+            },
         )
 
     def _chunk(self, payload: dict | str) -> None:
@@ -71,7 +78,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         name = self.engine.server_args.served_model_name
         if self.path == "/health":
-            self._send_json(200, {"status": "ok"})
+            dead = self.engine.scheduler.dead
+            self._send_json(503 if dead else 200, {"status": "unhealthy", "error": dead} if dead else {"status": "ok"})
         elif self.path == "/v1/models":
             self._send_json(
                 200,
@@ -115,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
 
         def pieces():
             while (n := req.out.get()) is not None:
+                if isinstance(n, Exception):
+                    raise ApiError(500, f"internal server error: {n}")
                 yield "".join(next(words) for _ in range(n))
 
         def choice(text: str, finish: str | None) -> dict:
@@ -123,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
             return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
 
         if not stream:
-            text = "".join(pieces())
+            text = "".join(pieces())  # ApiError(500) when the scheduler dies: answered by do_POST
             usage.update(completion_tokens=req.generated, total_tokens=req.prompt_tokens + req.generated)
             ch = (
                 {
@@ -160,8 +170,15 @@ class Handler(BaseHTTPRequestHandler):
                     ]
                 }
             )
-        for text in pieces():
-            self._chunk(head | {"choices": [choice(text, None)]})
+        try:
+            for text in pieces():
+                self._chunk(head | {"choices": [choice(text, None)]})
+        except ApiError as err:  # headers are sent: the error travels as an SSE event, as SGLang's does
+            self._chunk({"error": {"message": err.message, "type": "InternalServerError", "code": err.status}})
+            self._chunk("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         self._chunk(head | {"choices": [choice("", "length")]})
         if include_usage:
             usage.update(completion_tokens=req.generated, total_tokens=req.prompt_tokens + req.generated)

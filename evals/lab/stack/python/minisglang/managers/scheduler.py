@@ -1,7 +1,10 @@
 """The scheduler: one thread owns the device, admits requests, runs prefill and decode steps."""
 
+import os
 import queue
 import threading
+import time
+import traceback
 
 import minitorch as torch
 
@@ -14,7 +17,12 @@ class Req:
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = max_new_tokens
         self.generated = 0
+        self.finished = False
         self.out: queue.Queue = queue.Queue()  # ints (new tokens), then None when finished
+
+    def fail(self, message: str) -> None:
+        """The request cannot finish (the scheduler died): its handler answers with an error."""
+        self.out.put(RuntimeError(message))
 
     def emit(self, n: int) -> bool:
         n = min(n, self.max_new_tokens - self.generated)
@@ -22,6 +30,7 @@ class Req:
         self.out.put(n)
         if self.generated >= self.max_new_tokens:
             self.out.put(None)
+            self.finished = True
             return True
         return False
 
@@ -38,14 +47,60 @@ class Scheduler:
         self._interval_start_us = 0.0
         self._accept_lens: list[int] = []
         self._verify_us: list[float] = []
+        self.dead: str | None = None  # why the scheduler stopped; the server then answers 500 and exits
+        self.unfinished: set[Req] = set()  # admitted or waiting: what a dying scheduler must fail
+        self._busy_since: float | None = None  # wall time the current forward batch started
 
     def add_request(self, req: Req) -> None:
+        if self.dead is not None:
+            req.fail(self.dead)
+            return
+        self.unfinished.add(req)
         self.waiting.put(req)
 
     def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.event_loop, name="scheduler", daemon=True)
+        thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         thread.start()
+        timeout = self.server_args.watchdog_timeout
+        if timeout and timeout > 0:
+            threading.Thread(target=self._watchdog, args=(timeout,), name="watchdog", daemon=True).start()
         return thread
+
+    def _run(self) -> None:
+        try:
+            self.event_loop()
+        except Exception:
+            logger.error("Scheduler hit an exception: %s", traceback.format_exc())
+            self._die("scheduler died: " + traceback.format_exc().strip().splitlines()[-1])
+
+    def _watchdog(self, timeout: float) -> None:
+        """As SGLang's: a forward batch that takes longer than ``timeout`` (simulated seconds)
+        crashes the server instead of leaving every request waiting forever."""
+        wall = timeout * torch.cuda.device().time_scale
+        while self.dead is None:
+            time.sleep(min(0.1, wall / 4))
+            since = self._busy_since
+            if since is not None and time.monotonic() - since > wall:
+                logger.error(
+                    "Scheduler watchdog timeout (self.watchdog_timeout=%s, self.soft=False)", f"{timeout:g}"
+                )
+                self._die(f"watchdog timeout: a forward batch ran longer than {timeout:g} s")
+                return
+
+    def _die(self, why: str) -> None:
+        """Fail every request, then exit the whole server (SGLang: SIGQUIT to the parent)."""
+        self.dead = why
+        for req in list(self.unfinished):
+            req.fail(why)
+
+        def quit_later() -> None:
+            time.sleep(0.5)  # let the handlers answer their 500s first
+            logger.error("Received sigquit from a child process. It usually means the child failed.")
+            for h in logger.handlers + logger.root.handlers:
+                h.flush()
+            os._exit(1)
+
+        threading.Thread(target=quit_later, daemon=True).start()
 
     def _admit(self) -> list[Req]:
         new = []
@@ -60,15 +115,21 @@ class Scheduler:
     def event_loop(self) -> None:
         while True:
             for req in self._admit():
+                self._busy_since = time.monotonic()
                 self.prefill(req)
+                self._busy_since = None
             if self.running:
+                self._busy_since = time.monotonic()
                 self.decode_step()
+                self._busy_since = None
 
     def prefill(self, req: Req) -> None:
         self.model_runner.forward_extend(Batch(1, max(1, req.prompt_tokens)))
         torch.cuda.synchronize()
         if not req.emit(1):
             self.running.append(req)
+        else:
+            self.unfinished.discard(req)
 
     def decode_step(self) -> None:
         torch.cuda.launch("scheduler")
@@ -85,6 +146,7 @@ class Scheduler:
         pairs = list(zip(accepted, self.running, strict=True))
         self._interval_tokens += sum(min(a, r.max_new_tokens - r.generated) for a, r in pairs)
         self.running = [r for a, r in pairs if not r.emit(a)]
+        self.unfinished.difference_update(r for _a, r in pairs if r.finished)
         self.forward_ct += 1
         if self.forward_ct % self.server_args.decode_log_interval == 0:
             self.log_decode_stats(batch)

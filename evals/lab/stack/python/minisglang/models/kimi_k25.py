@@ -1,5 +1,7 @@
 """Kimi-K2.5: a DeepSeek-V3 trunk behind a vision tower (text-only requests skip the tower)."""
 
+import minitorch as torch  # noqa: F401  (the model_forward site launches kernels)
+
 from minisglang.models.deepseek_v2 import DeepseekV2ForCausalLM
 
 KIMI_K25_CONFIG = {
