@@ -155,7 +155,7 @@ def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlap
     assert ma.launches >= 2 and mb.launches >= 2 and sum(ma.groups) == sum(mb.groups) == 5
     assert len(ma.groups) == ma.launches and max(ma.groups + mb.groups) <= 3
     runs = [label for i, label in enumerate(order) if i == 0 or order[i - 1] != label]
-    assert runs == ["A-good", "B-head", "A-good", "B-head"][: len(runs)] + [] and len(runs) >= 3
+    assert len(runs) >= 3 and runs == ["A-good", "B-head"] * (len(runs) // 2) + ["A-good"] * (len(runs) % 2)
 
 
 def test_a_two_slot_ab_interleaves_samples_on_two_warm_servers(two_slot_lab):
@@ -270,5 +270,3 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
     rec = call("measure", args, ctx)
     assert rec.ok, rec.error
     assert rec.result["state"]["ref"] != seed_scenario.head_sha and len(rec.result["samples"]) == 2
-
-

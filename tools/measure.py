@@ -89,7 +89,9 @@ class Workload(BaseModel):
 
     def key(self) -> str:
         bench = (
-            self.bench.model_dump(mode="json", exclude={"endpoint", "server_log", "timeout_s", "fail_fast"}) if self.bench else None
+            self.bench.model_dump(mode="json", exclude={"endpoint", "server_log", "timeout_s", "fail_fast"})
+            if self.bench
+            else None
         )
         return json.dumps({"bench": bench, "metric": self.metric, "command": self.command}, sort_keys=True)
 
@@ -333,9 +335,7 @@ class Measurer:
                 raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
             if _NO_CAPACITY.search(text):
                 raise HostBusy(f"{state.label} ({state.ref[:10]}) cannot start, no free GPU: {text}") from exc
-            how = (
-                f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
-            )
+            how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
             lines = [x.strip() for x in text.splitlines() if x.strip()]
             failure = last_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
             self.broken[key] = {"how": how, "failure": failure, "log": str(log)}
@@ -552,9 +552,7 @@ class Measurer:
                     self.cache.save()
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
-    def _interleave(
-        self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample
-    ) -> None:
+    def _interleave(self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample) -> None:
         if self.slots >= 2 and not fresh:
             # Two warm servers: A B A B, one sample at a time.
             for i in range(max(n for _, _, n in sides)):

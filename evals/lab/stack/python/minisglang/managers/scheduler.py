@@ -81,9 +81,7 @@ class Scheduler:
             time.sleep(min(0.1, wall / 4))
             since = self._busy_since
             if since is not None and time.monotonic() - since > wall:
-                logger.error(
-                    "Scheduler watchdog timeout (self.watchdog_timeout=%s, self.soft=False)", f"{timeout:g}"
-                )
+                logger.error("Scheduler watchdog timeout (self.watchdog_timeout=%s, self.soft=False)", f"{timeout:g}")
                 self._die(f"watchdog timeout: a forward batch ran longer than {timeout:g} s")
                 return
 
