@@ -3,7 +3,9 @@
 perf-sleuth reads these annotations: ``launch_command`` (a template with ``{worktree}`` and
 ``{port}``), ``benchmark_command`` (a ``sleuth bench`` line: ``--model``, ``--requests``,
 ``--max-tokens``, ``--time-scale``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
-``good_launch_command``, ``repo`` and ``summary``; the label ``metric`` names the metric.
+``good_launch_command``, ``repo``, ``summary``, and for the host ``slots`` (servers it holds at
+once), ``launch_timeout`` and ``sample_timeout`` (seconds) and ``setup`` (a per-probe build
+command); the label ``metric`` names the metric.
 """
 
 from __future__ import annotations

@@ -131,7 +131,24 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
         bad_input(f"--alert: {exc}")
     except ValueError as exc:
         bad_input(f"--alert: {path}: annotations.good_value/bad_value: {exc}")
+    host_fields = {}
+    for key, field, kind in (
+        ("slots", "slots", int),
+        ("launch_timeout", "launch_timeout_s", float),
+        ("sample_timeout", "sample_timeout_s", float),
+    ):
+        if key in ann:
+            try:
+                value = kind(ann[key])
+                if value <= 0:
+                    raise ValueError("must be > 0")
+            except ValueError as exc:
+                bad_input(f"--alert: {path}: annotations.{key}: {ann[key]!r} is not a positive number ({exc})")
+            host_fields[field] = value
+    if ann.get("setup"):
+        host_fields["setup"] = ann["setup"]
     return Target(
+        **host_fields,
         repo=repo or ann.get("repo", ""),
         launch=ann["launch_command"],
         good_launch=ann.get("good_launch_command"),
@@ -190,6 +207,9 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
         raise typer.Exit(1)
 
 
+DEMO_LAUNCH_SCALE = 0.02  # of the seed's simulated launch time (50 s -> 1 s simulated, 0.2 s wall)
+
+
 @app.command("demo")
 def demo(
     json_out: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
@@ -203,12 +223,16 @@ def demo(
 ) -> None:
     """Build the seed scenario in a temp dir and hunt it end to end (methodical: no LLM, no network)."""
     llm = llm_options(policy, model, base_url, allow_shell, max_turns)
+    import os
+
     from evals.lab.builder import build  # the lab plugs in from evals (see agent/cli.py)
     from evals.lab.demo import SEED_SPEC
     from evals.lab.spec import load_spec
 
     root = Path(tempfile.mkdtemp(prefix="sleuth-demo-"))
-    res = build(load_spec(SEED_SPEC), root / "scenario")
+    # The demo tells the story; bench/real_cost.py is where launches take their realistic time.
+    scale = None if "SLEUTH_LAB_LAUNCH_SCALE" in os.environ else DEMO_LAUNCH_SCALE
+    res = build(load_spec(SEED_SPEC), root / "scenario", launch_scale=scale)
     console.print(f"seed scenario built in {res.root}", highlight=False)
     target = target_from_alert(res.root / "alert.json", str(res.repo))
     budget = Budget(max_probes=10, max_wall_s=600)
@@ -246,8 +270,20 @@ def hunt_cmd(
     known_hosts: Annotated[
         Path | None, typer.Option(help="known_hosts for --host (default ~/.ssh/known_hosts)")
     ] = None,
+    slots: Annotated[
+        int | None, typer.Option(min=1, help="servers the host holds at once (default: the alert's, else 1)")
+    ] = None,
+    launch_timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
+    ] = None,
+    sample_timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="seconds per sample (default: 10x the slowest sample seen)")
+    ] = None,
+    setup: Annotated[
+        str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")
+    ] = None,
     max_probes: Annotated[int, typer.Option(min=1)] = 20,
-    max_wall: Annotated[float, typer.Option(help="wall-time budget, seconds")] = 1800.0,
+    max_wall: Annotated[float, typer.Option(min=0.001, help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
     yes: Annotated[bool, typer.Option("--yes", help="approve the proposed action")] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
@@ -312,6 +348,14 @@ def hunt_cmd(
             ),
         )
     target.host = host
+    for field, value in (
+        ("slots", slots),
+        ("launch_timeout_s", launch_timeout),
+        ("sample_timeout_s", sample_timeout),
+        ("setup", setup),
+    ):
+        if value is not None:
+            setattr(target, field, value)
     target.ssh_config = str(ssh_config) if ssh_config else None
     target.known_hosts = str(known_hosts) if known_hosts else None
     h = LocalHost() if host is None else SSHHost(host, ssh_config=ssh_config, known_hosts=known_hosts)

@@ -25,7 +25,7 @@ from functools import cache
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
-from tools.stats import compare
+from tools.stats import compare_launches
 
 SUSPICIOUS_ENV = (
     "NCCL_",
@@ -76,15 +76,40 @@ def min_effect_pct(hunt: Hunt) -> float:
 def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b: str, alpha: float = 0.01):
     """Compare two measured states; while unknown, take more samples of both (twice, at most).
     One of many tests of the same question passes a smaller ``alpha`` (Bonferroni)."""
-    cmp = compare(a.samples, b.samples, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False)
+    cmp = launch_aware(hunt, a, b, alpha)
     n = len(a.samples)
     for _ in range(2):
         if cmp.verdict != "unknown":
             break
         n *= 2
         a, b = rt.measure_pair(hunt, a, b, n)  # the extra samples interleaved: load hits both alike
-        cmp = compare(a.samples, b.samples, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False)
+        cmp = launch_aware(hunt, a, b, alpha)
     return cmp, a, b
+
+
+def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
+    """Compare two measured states, counting samples of one launch as correlated."""
+    return compare_launches(
+        a.samples, a.groups, b.samples, b.groups, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False
+    )
+
+
+def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
+    """A confirmation: a fresh A/B of (label, ref) a against b, ``n`` new samples each (interleaved,
+    or balanced launches on a one-slot host), never samples from the bisection or the ledger's
+    tests; while unknown, one more fresh round of as many again."""
+    ma, mb = rt.fresh_pair(hunt, a, b, n)
+    cmp = launch_aware(hunt, ma, mb)
+    if cmp.verdict == "unknown":
+        more_a, more_b = rt.fresh_pair(hunt, a, b, n)
+        ma, mb = _joined(hunt, rt, ma, more_a), _joined(hunt, rt, mb, more_b)
+        cmp = launch_aware(hunt, ma, mb)
+    return cmp, ma, mb
+
+
+def _joined(hunt: Hunt, rt: Runtime, first: Measured, more: Measured) -> Measured:
+    """Two fresh rounds of one state as one measurement (recorded under a new id)."""
+    return rt.joined(hunt, first, more)
 
 
 def _fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
@@ -501,12 +526,17 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
     if not plan.ok or plan.result["conflict"]:
         return _confirm_against_parent(hunt, rt, plan, n)
     revert = plan.result["revert_sha"]
-    head = rt.measure(hunt, "HEAD", "HEAD", samples=n)
-    fixed = rt.measure(hunt, "HEAD+revert", revert, samples=n)
-    cmp, head, fixed = ab(hunt, rt, head, fixed, "HEAD", "HEAD+revert")
+    cmp, head, fixed = fresh_ab(hunt, rt, ("HEAD", "HEAD"), ("HEAD+revert", revert), n)
     ok = explains(hunt, cmp, fixed, head)
-    text = _fmt(cmp, head, fixed, hunt.target.metric)
+    text = _fmt(cmp, head, fixed, hunt.target.metric) + _freshness(head, fixed)
     return _record_confirmation(hunt, rt, ok, cmp, text, [head.id, fixed.id], revert_sha=revert, plan=plan.result)
+
+
+def _freshness(a: Measured, b: Measured) -> str:
+    launches = len(a.groups) + len(b.groups)
+    return f"; fresh: {len(a.samples)} + {len(b.samples)} new samples" + (
+        f" in {launches} launches" if launches else ""
+    )
 
 
 def _record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:
@@ -523,11 +553,9 @@ def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
     A/B against its own parent instead; the fix is then a person's merge, not a prepared commit."""
     why = plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
     ref = hunt.root_ref or ""
-    parent = rt.measure(hunt, "culprit^", f"{ref}^", samples=n)
-    culprit = rt.measure(hunt, "culprit", ref, samples=n)
-    cmp, parent, culprit = ab(hunt, rt, parent, culprit, "culprit^", "culprit")
+    cmp, parent, culprit = fresh_ab(hunt, rt, ("culprit^", f"{ref}^"), ("culprit", ref), n)
     ok = explains(hunt, cmp, parent, culprit)
-    text = f"{why}; instead: " + _fmt(cmp, parent, culprit, hunt.target.metric)
+    text = f"{why}; instead: " + _fmt(cmp, parent, culprit, hunt.target.metric) + _freshness(parent, culprit)
     return _record_confirmation(hunt, rt, ok, cmp, text, [parent.id, culprit.id], why=why, conflict=True)
 
 

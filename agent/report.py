@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from agent.state import Hunt
+from tools.measure import Cost
 
 CATEGORY_NAMES = {
     "uncommitted": "uncommitted changes",
@@ -20,7 +21,8 @@ CATEGORY_NAMES = {
 
 def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
-    proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens)."""
+    proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens; cost:
+    launches, samples, device_s, build_s; broken: the states that did not serve or build)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
@@ -58,6 +60,8 @@ def verdict(hunt: Hunt) -> dict:
         "proposed_action": action,
         "culprits": hunt.culprits,
         "after": hunt.after or None,
+        "cost": Cost.model_validate(hunt.cost).model_dump(),
+        "broken": hunt.broken,
         "error": hunt.error,
         "policy": hunt.policy,
         "llm": (
@@ -151,9 +155,24 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
                 f"Approve: `{approve_hint}`  ",
                 f"Reject: `{approve_hint.replace(' approve ', ' reject ')} --reason '...'`",
             ]
+    if hunt.broken:
+        lines += [
+            "",
+            "## States that did not serve or build",
+            "",
+            "| state | ref | what happened | the log's last error |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {b['label']} | `{b['ref']}` | {b['how']} | {(b.get('failure') or '-').replace('|', '/')} |"
+            for b in hunt.broken
+        ]
+    c = Cost.model_validate(hunt.cost)
     lines += [
         "",
-        f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.",
+        f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.  ",
+        f"Cost: {c.launches} launches, {c.samples} samples, {c.device_s:.1f} s with a server up (device time), "
+        f"{c.build_s:.1f} s of setup (build); host slots: {hunt.target.slots}.",
         "",
         "## Timeline",
         "",

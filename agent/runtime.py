@@ -26,7 +26,7 @@ from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
 from tools.host import Host, LocalHost
-from tools.measure import MeasureCache, State, Workload
+from tools.measure import BrokenState, Cost, Deadline, HostBusy, MeasureCache, State, Unbuildable, Workload
 from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 class BudgetExhausted(RuntimeError):
     pass
+
+
+AFTER_APPROVAL = ("apply", "verify")
 
 
 # The hunt's event kinds as the transcript store names them (everything else is a note).
@@ -61,6 +64,50 @@ def with_env(template: str, env: dict[str, str]) -> str:
     exports = " && ".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items()))
     parts = template.split(" && ")
     return " && ".join([*parts[:-1], exports, parts[-1]])
+
+
+# Probe failures by kind: recorded with the kind's name and raised again as that kind in a replay.
+PROBE_ERRORS: dict[str, type[ProbeError]] = {
+    "ProbeError": ProbeError,
+    "Unbuildable": Unbuildable,
+    "HostBusy": HostBusy,
+}
+
+
+def probe_error(error: dict) -> ProbeError:
+    """The exception a recorded probe failure stands for."""
+    if error["kind"] == "BrokenState":
+        return BrokenState.from_record(error["message"], error.get("how", ""), error.get("failure"), error.get("log"))
+    return PROBE_ERRORS.get(error["kind"], ProbeError)(error["message"])
+
+
+def last_groups(groups: list[int], k: int | None) -> list[int]:
+    """The launches that gave the last ``k`` samples (all of them when ``k`` is None)."""
+    if k is None:
+        return list(groups)
+    out: list[int] = []
+    for n in reversed(groups):
+        if k <= 0:
+            break
+        out.insert(0, min(n, k))
+        k -= n
+    return out
+
+
+def error_record(exc: Exception) -> dict:
+    """How a failure of the world is recorded: its kind, message, details and what it cost."""
+    if isinstance(exc, Deadline):  # the budget ran out mid-probe: the probe was stopped
+        error = {"kind": "Deadline", "message": str(exc)}
+    elif isinstance(exc, BrokenState):
+        error = {"kind": "BrokenState", "message": str(exc), "how": exc.how, "failure": exc.failure, "log": exc.log}
+    elif isinstance(exc, ProbeError):
+        kind = type(exc).__name__
+        error = {"kind": kind if kind in PROBE_ERRORS else "ProbeError", "message": str(exc)}
+    else:
+        error = {"kind": type(exc).__name__, "message": str(exc)}
+    if getattr(exc, "cost", None) is not None:
+        error["cost"] = exc.cost  # type: ignore[attr-defined]
+    return error
 
 
 class RecordedError(RuntimeError):
@@ -88,6 +135,7 @@ class Runtime:
         self.records: list[ToolRecord] = []
         self.on_event = on_event
         self._llm: LLM | None = None
+        self._after_approval_deadline: float | None = None
 
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
@@ -98,12 +146,17 @@ class Runtime:
     @cached_property
     def ctx(self) -> ToolContext:
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        t = self.target
         return ToolContext(
-            self.target.repo,
+            t.repo,
             self.host,
             workdir=self.run_dir,
             cache=MeasureCache(self.run_dir / "measurements.json"),
             pid_dir=self.run_dir.parent / "servers",  # shared by the store's runs
+            slots=t.slots,
+            launch_timeout_s=t.launch_timeout_s,
+            sample_timeout_s=t.sample_timeout_s,
+            setup=t.setup,
         )
 
     # -- the choke point -------------------------------------------------------------------------
@@ -132,10 +185,8 @@ class Runtime:
                 result = live()
             except (BudgetExhausted, Unanswerable):
                 raise
-            except ProbeError as exc:
-                error = {"kind": "ProbeError", "message": str(exc)}
             except Exception as exc:  # recorded as the world's answer, then raised as it was
-                error = {"kind": type(exc).__name__, "message": str(exc)}
+                error = error_record(exc)
         if answer is None and self.cassette is not None and error is None:
             self.cassette.learn(name, args, result)  # a live answer joins the recorded world
         took = time.perf_counter() - t0
@@ -144,13 +195,20 @@ class Runtime:
             if error is None
             else f"{error['kind']}: {error['message'].splitlines()[0] if error['message'] else ''}"
         )
+        spent = result.get("cost") if isinstance(result, dict) else None
+        if error is not None:
+            spent = error.get("cost")
+        if spent:
+            hunt.cost = Cost.model_validate(hunt.cost).plus(spent).model_dump()
         payload = {"name": name, "result": result, "error": error}
         if isinstance(result, dict) and isinstance(result.get("usage"), dict):
             payload["usage"] = result["usage"]  # a model's token usage, counted per event
         self._event(hunt, kinds[1], f"{name}: {status}", payload, took)
         if error is not None:
-            if error["kind"] == "ProbeError":
-                raise ProbeError(error["message"])
+            if error["kind"] == "Deadline":
+                raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted mid-probe")
+            if error["kind"] in PROBE_ERRORS or error["kind"] == "BrokenState":
+                raise probe_error(error)
             raise RecordedError(error["kind"], error["message"])
         return result
 
@@ -243,9 +301,55 @@ class Runtime:
             self.on_event(hunt, text)
 
     def check_wall(self, hunt: Hunt) -> None:
+        """The hunt's wall budget runs from its start to its proposal; re-measuring an approved fix
+        (hours later, perhaps) has a budget of its own (see ``_arm``)."""
+        if hunt.phase in AFTER_APPROVAL:
+            return
         elapsed = self.observe(hunt, "clock", {}, lambda: round(time.time() - hunt.started_at, 3))
         if elapsed > hunt.budget.max_wall_s:
             raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted")
+
+    def _arm(self, hunt: Hunt) -> None:
+        """Give the measurer the wall-clock deadline it must stop at, mid-probe if need be."""
+        m = self.ctx.measurer
+        if hunt.phase in AFTER_APPROVAL:
+            if self._after_approval_deadline is None:
+                self._after_approval_deadline = time.time() + hunt.budget.max_wall_s
+            m.deadline = self._after_approval_deadline
+        else:
+            m.deadline = hunt.started_at + hunt.budget.max_wall_s
+
+    def _costed(self, hunt: Hunt, fn: Callable[[], dict]) -> dict:
+        """Run a live measurement with the deadline armed. What it cost travels with its answer
+        (or its failure: a launch that crashed was paid for too), so ``observe`` adds it to the
+        hunt's cost from the recording, live or replayed alike."""
+        self._arm(hunt)
+        m = self.ctx.measurer
+        before = m.cost
+        try:
+            out = fn()
+        except BaseException as exc:
+            exc.cost = m.cost.minus(before).model_dump()  # type: ignore[attr-defined]
+            raise
+        out["cost"] = m.cost.minus(before).model_dump()
+        return out
+
+    def broken_state(self, hunt: Hunt, label: str, exc: ProbeError) -> None:
+        """Note a state that does not serve or build (once per ref and label), for the report."""
+        how = exc.how if isinstance(exc, BrokenState) else "does not build" if isinstance(exc, Unbuildable) else None
+        if how is None:
+            return
+        ref = next((w for w in str(exc).split() if w.startswith("(")), "").strip("()")
+        entry = {
+            "label": label,
+            "ref": ref,
+            "how": how,
+            "failure": exc.failure if isinstance(exc, BrokenState) else str(exc).split(": ", 1)[-1],
+            "log": exc.log if isinstance(exc, BrokenState) else None,
+        }
+        if not any(b["label"] == label and b["ref"] == ref for b in hunt.broken):
+            hunt.broken.append(entry)
+            self.say(hunt, "broken", f"{label} ({ref}) {how}: {entry['failure']}", {"broken": entry})
 
     # -- measurement ---------------------------------------------------------------------------
     def _count_probe(self, hunt: Hunt, state: State) -> None:
@@ -290,37 +394,78 @@ class Runtime:
 
         def live() -> dict:
             m = self.ctx.measurer.measure(state, self.workload, n)
-            return {"samples": m.samples, "verify_ms": m.verify_ms}
+            return {"samples": m.samples, "verify_ms": m.verify_ms, "groups": m.groups}
 
         args = {"ref": sha, "launch": state.launch, "samples": n} | ({"env": state.env} if state.env else {})
-        got = self.observe(hunt, "measure", args, live)
+        try:
+            got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live))
+        except ProbeError as exc:
+            self.broken_state(hunt, label, exc)
+            raise
         return self._measured(hunt, label, sha, env or {}, state.launch, got)
 
     def _state(self, hunt: Hunt, m: Measured) -> State:
         """The measured state of ``m`` as the measurer keys it."""
         return State(label=m.label, ref=m.ref, launch=m.launch, env=m.env if hunt.target.command else {})
 
-    def measure_pair(self, hunt: Hunt, a: Measured, b: Measured, samples: int) -> tuple[Measured, Measured]:
-        """More samples of two measured states, taken interleaved (see ``Measurer.measure_pair``)."""
+    def measure_pair(
+        self, hunt: Hunt, a: Measured, b: Measured, samples: int, fresh: bool = False
+    ) -> tuple[Measured, Measured]:
+        """More samples of two measured states, taken interleaved (see ``Measurer.measure_pair``);
+        ``fresh``: ``samples`` new ones of each (a confirmation never reuses earlier samples)."""
         self.check_wall(hunt)
         sa, sb = self._state(hunt, a), self._state(hunt, b)
-        self.say(hunt, "probe", f"measuring {a.label} and {b.label} interleaved ({samples} samples each)")
+        how = f"{samples} new samples each" if fresh else f"{samples} samples each"
+        self.say(hunt, "probe", f"measuring {a.label} and {b.label} interleaved ({how})")
 
         def live() -> dict:
-            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples)
+            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples, fresh=fresh)
+            k = samples if fresh else None  # fresh: only the new samples are this A/B's
             return {
-                "a": {"samples": ma.samples, "verify_ms": ma.verify_ms},
-                "b": {"samples": mb.samples, "verify_ms": mb.verify_ms},
+                "a": {"samples": ma.samples[-k:] if k else ma.samples, "verify_ms": ma.verify_ms},
+                "b": {"samples": mb.samples[-k:] if k else mb.samples, "verify_ms": mb.verify_ms},
+                "groups": {"a": last_groups(ma.groups, k), "b": last_groups(mb.groups, k)},
             }
 
         def side(st: State) -> dict:
             return {"ref": st.ref, "launch": st.launch} | ({"env": st.env} if st.env else {})
 
-        got = self.observe(hunt, "measure_pair", {"a": side(sa), "b": side(sb), "samples": samples}, live)
+        args = {"a": side(sa), "b": side(sb), "samples": samples} | ({"fresh": True} if fresh else {})
+        try:
+            got = self.observe(hunt, "measure_pair", args, lambda: self._costed(hunt, live))
+        except ProbeError as exc:
+            self.broken_state(hunt, f"{a.label}/{b.label}", exc)
+            raise
+        for k in ("a", "b"):
+            got[k]["groups"] = got.get("groups", {}).get(k, [])
         return (
             self._measured(hunt, a.label, a.ref, a.env, a.launch, got["a"]),
             self._measured(hunt, b.label, b.ref, b.env, b.launch, got["b"]),
         )
+
+    def fresh_pair(
+        self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int
+    ) -> tuple[Measured, Measured]:
+        """A fresh A/B of two states ((label, ref) each): ``samples`` new samples of each, taken
+        interleaved (or in a balanced launch order on a one-slot host), none reused from earlier
+        measurements. What a confirmation is made of."""
+        sides = []
+        for label, ref in (a, b):
+            sha = self.resolve(hunt, ref)
+            state = State(label=label, ref=sha, launch=hunt.target.launch)
+            self._count_probe(hunt, state)
+            empty = {"samples": [], "median": 0, "ci_low": 0, "ci_high": 0, "cv": 0}
+            sides.append(Measured(id="", label=label, ref=sha, launch=state.launch, **empty))
+        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True)
+
+    def joined(self, hunt: Hunt, first: Measured, more: Measured) -> Measured:
+        """Two measurements of one state as one (a second fresh round of a confirmation)."""
+        got = {
+            "samples": first.samples + more.samples,
+            "verify_ms": [v for v in (first.verify_ms, more.verify_ms) if v is not None],
+            "groups": first.groups + more.groups,
+        }
+        return self._measured(hunt, first.label, first.ref, first.env, first.launch, got)
 
     def _measured(self, hunt: Hunt, label: str, sha: str, env: dict, launch: str, got: dict) -> Measured:
         """A measurement's samples as the next entry of the hunt's measurements (stored, said)."""
@@ -333,6 +478,7 @@ class Runtime:
             env=env,
             launch=launch,
             samples=got["samples"],
+            groups=got.get("groups") or [],
             median=s.median,
             ci_low=s.ci_low,
             ci_high=s.ci_high,
@@ -362,17 +508,23 @@ class Runtime:
             self._count_probe(hunt, state)  # BudgetExhausted ends the bisection (not a skip)
             self.say(hunt, "probe", f"bisect probe {sha[:10]} ({n} samples)")
 
-            def live() -> list[float]:
+            def live() -> dict:
                 nonlocal inner
                 if inner is None:
                     inner = self.ctx.measurer.probe_fn(hunt.target.launch, self.workload)
-                return inner(sha, n)
+                return {"samples": inner(sha, n)}
 
             start = handed.get(sha, 0)
             handed[sha] = start + n
-            got = self.observe(hunt, "probe", {"ref": sha, "launch": hunt.target.launch, "start": start, "n": n}, live)
-            seen.setdefault(sha, []).extend(got)
-            return got
+            args = {"ref": sha, "launch": hunt.target.launch, "start": start, "n": n}
+            try:
+                got = self.observe(hunt, "probe", args, lambda: self._costed(hunt, live))
+            except ProbeError as exc:
+                self.broken_state(hunt, f"bisect {sha[:8]}", exc)
+                raise
+            samples = got["samples"] if isinstance(got, dict) else got  # runs recorded before costs: a list
+            seen.setdefault(sha, []).extend(samples)
+            return samples
 
         return probe
 
@@ -396,5 +548,7 @@ class Runtime:
             self.store.put_measurement(hunt.run_id, hunt.measurements[-1].model_dump(), hunt.target.metric)
 
     def close(self) -> None:
+        if "ctx" in self.__dict__:
+            self.ctx.close()  # warm servers stopped, their worktrees removed
         if "host" in self.__dict__:
             self.host.close()

@@ -47,6 +47,11 @@ class Target(BaseModel):
     good_value: float | None = None
     bad_value: float | None = None
     summary: str = ""
+    # The host's capacity and the costs of a real node (README "Running against a real GPU node").
+    slots: int = Field(default=1, ge=1)  # servers the host holds at once (a TP-8 server on 8 GPUs: 1)
+    launch_timeout_s: float = Field(default=1800.0, gt=0)  # launch to healthy, per launch
+    sample_timeout_s: float | None = Field(default=None, gt=0)  # per sample; None: derived from samples seen
+    setup: str | None = None  # run in each probe's worktree before the launch (a build); failure: unbuildable
 
 
 class Budget(BaseModel):
@@ -97,6 +102,7 @@ class Measured(BaseModel):
     env: dict[str, str] = {}
     launch: str
     samples: list[float]
+    groups: list[int] = []  # samples per launch, in order (empty: not known)
     median: float
     ci_low: float
     ci_high: float
@@ -153,6 +159,9 @@ class Hunt(BaseModel):
     regression: dict = {}
     confirmation: dict = {}
     after: dict = {}
+    cost: dict = {}  # launches, samples, device_s, build_s (tools.measure.Cost), summed over the run
+    broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
+    head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log
     action: Action | None = None
     events: list[Event] = []
     error: str | None = None

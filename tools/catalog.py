@@ -30,12 +30,22 @@ class ToolContext:
         workdir: str | Path = "/tmp/sleuth-work",
         cache: MeasureCache | None = None,
         pid_dir: Path | None = None,
+        slots: int = 1,
+        launch_timeout_s: float = 1800.0,
+        sample_timeout_s: float | None = None,
+        setup: str | None = None,
     ) -> None:
         self.host = host or LocalHost()
         self.repo = str(repo)
         self.workdir = Path(workdir)
         self.cache = cache or MeasureCache()
         self.pid_dir = pid_dir
+        self.slots, self.launch_timeout_s, self.sample_timeout_s, self.setup = (
+            slots,
+            launch_timeout_s,
+            sample_timeout_s,
+            setup,
+        )
 
     @cached_property
     def git(self) -> CliGit:
@@ -43,7 +53,22 @@ class ToolContext:
 
     @cached_property
     def measurer(self) -> Measurer:
-        return Measurer(self.host, self.git, self.workdir / "logs", self.cache, pid_dir=self.pid_dir)
+        return Measurer(
+            self.host,
+            self.git,
+            self.workdir / "logs",
+            self.cache,
+            health_timeout_s=self.launch_timeout_s,
+            pid_dir=self.pid_dir,
+            slots=self.slots,
+            setup=self.setup,
+            sample_timeout_s=self.sample_timeout_s,
+        )
+
+    def close(self) -> None:
+        """Stop the measurer's warm servers (if it was ever opened)."""
+        if "measurer" in self.__dict__:
+            self.measurer.close()
 
 
 class NoArgs(BaseModel):

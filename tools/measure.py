@@ -69,6 +69,14 @@ class BrokenState(ProbeError):
         self.how, self.failure, self.log = how, failure, log
         super().__init__(f"{label} ({ref[:10]}) {how}: {failure or 'no error in the log'}")
 
+    @classmethod
+    def from_record(cls, message: str, how: str, failure: str | None, log: str | None) -> BrokenState:
+        """The same failure, rebuilt from its recorded message and details (a replay)."""
+        exc = cls.__new__(cls)
+        ProbeError.__init__(exc, message)
+        exc.how, exc.failure, exc.log = how, failure, log
+        return exc
+
 
 class Unbuildable(ProbeError):
     """The per-probe setup (a build) failed in the state's worktree: skipped, never blamed."""

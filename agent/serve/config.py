@@ -16,6 +16,9 @@ metric = "tok_per_s"          # default: the alert's label ``metric``
 good_value = 94.0             # default: annotations.good_value
 lower_is_better = false
 good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else the reflog
+slots = 1                     # servers the host holds at once (default: the alert's, else 1)
+launch_timeout = 1800         # seconds from launch to healthy (default: the alert's, else 1800)
+setup = "pip install -e python/"   # run in each probe's worktree before the launch (a build)
 policy = "methodical"
 budget = { max_probes = 20, max_wall_s = 1800, samples = 5 }
 ```
@@ -53,6 +56,9 @@ class ServeTarget(BaseModel):
     good_value: float | None = None
     lower_is_better: bool = False
     good_ref: str | None = None
+    slots: int | None = Field(default=None, ge=1)
+    launch_timeout: float | None = Field(default=None, gt=0)
+    setup: str | None = None
     policy: str = "methodical"
     model: str | None = None
     base_url: str | None = None
@@ -71,6 +77,9 @@ class ServeTarget(BaseModel):
             ("good_ref", self.good_ref),
             ("good_value", None if self.good_value is None else str(self.good_value)),
             ("repo", self.repo),
+            ("slots", None if self.slots is None else str(self.slots)),
+            ("launch_timeout", None if self.launch_timeout is None else f"{self.launch_timeout:g}"),
+            ("setup", self.setup),
         ):
             if value is not None:
                 ann[key] = value
