@@ -22,9 +22,11 @@ import json
 import shlex
 from functools import cache
 
+from agent import broken
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
+from tools.measure import BrokenState
 from tools.stats import compare_launches
 
 SUSPICIOUS_ENV = (
@@ -157,7 +159,11 @@ def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
 
 # -- phases ----------------------------------------------------------------------------------
 def reproduce(hunt: Hunt, rt: Runtime) -> None:
-    now = rt.measure(hunt, "now", "WORKTREE")
+    try:
+        now = rt.measure(hunt, "now", "WORKTREE")
+    except BrokenState as exc:  # it does not serve at all: that is the finding to hunt
+        broken.reproduce(hunt, rt, exc)
+        return
     t = hunt.target
     # The alert's good value is one number; "now" is a sample. While that number lies inside the
     # median's confidence interval, a drop cannot be told from noise: take more samples (twice, at
@@ -200,6 +206,8 @@ def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
     """State the hypotheses, cheapest and likeliest first, each with its test (of the categories
     in ``only``, when given: nothing is asked about a category left out)."""
     hs: list[Hypothesis] = []
+    if hunt.head_broken:  # what can break a server outright: the patches or a commit
+        only = frozenset({"uncommitted", "history"}) & (only or frozenset({"uncommitted", "history"}))
 
     def want(category: str) -> bool:
         return only is None or category in only
@@ -247,6 +255,8 @@ def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
     if want("config") and hunt.target.good_launch and hunt.target.good_launch != hunt.target.launch:
         add("config", "a launch flag changed since the good run", "A/B: the good launch vs the current one")
     hunt.hypotheses = hs
+    if hunt.head_broken:
+        broken.restate(hunt)
     for h in hs:
         rt.say(hunt, "hypothesis", f"{h.id} [{h.category}] {h.statement} - test: {h.test}")
 
@@ -258,6 +268,9 @@ def next_open(hunt: Hunt) -> Hypothesis | None:
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     """Run the hypothesis' discriminating test and record the verdict (for its whole group).
     A test whose probe cannot launch leaves its hypotheses inconclusive, with the reason."""
+    if hunt.head_broken:
+        broken.test(hunt, rt, h)
+        return
     fn = {
         "hardware": _test_hardware,
         "environment": _test_env,
@@ -446,6 +459,9 @@ def subject_of(hunt: Hunt, rt: Runtime, sha: str) -> str:
 
 def localize(hunt: Hunt, rt: Runtime) -> None:
     """Name the culprit of the first supported hypothesis (by category priority)."""
+    if hunt.head_broken:
+        broken.localize(hunt, rt, subject_of)
+        return
     sup = [h for h in hunt.hypotheses if h.status == "supported"]
     history = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "refuted"), None)
     if not sup and history is not None:
@@ -499,6 +515,8 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     """A/B: HEAD vs HEAD with each bisected culprit reverted. A culprit whose revert recovers
     nothing is dropped (with several culprits, one can be noise); the first one kept is the root
     cause. Returns whether any culprit survived."""
+    if hunt.head_broken:
+        return broken.confirm(hunt, rt, _record_outcome)
     if hunt.root_kind != "commit":
         return True  # env / patch / config / hardware verdicts come from their own A/B already
     kept: list[tuple[str, dict]] = []
@@ -541,9 +559,13 @@ def _freshness(a: Measured, b: Measured) -> str:
 
 def _record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:
     """Keep a confirmation A/B's outcome on the hunt and say it."""
-    hunt.confirmation = {"ok": ok, "text": text, **extra, "evidence": evidence, "p_value": cmp.p_value}
-    hunt.confirmation["delta_pct"] = cmp.delta_pct
     hunt.regression["p_value"] = cmp.p_value
+    return _record_outcome(hunt, rt, ok, text, evidence, p_value=cmp.p_value, delta_pct=cmp.delta_pct, **extra)
+
+
+def _record_outcome(hunt: Hunt, rt: Runtime, ok: bool, text: str, evidence: list[str], **extra) -> bool:
+    """Keep a confirmation's outcome (an A/B, or "does it serve") on the hunt and say it."""
+    hunt.confirmation = {"ok": ok, "text": text, **extra, "evidence": evidence}
     rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + text)
     return ok
 
@@ -562,7 +584,7 @@ def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
 def confirm_failed(hunt: Hunt, rt: Runtime) -> None:
     """Self-correction: the culprit did not survive its A/B; say so and go back to the ledger."""
     why = hunt.confirmation.get("text") or hunt.confirmation.get("why")
-    if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits:
+    if hunt.root_kind == "commit" and hunt.root_ref and not hunt.rejected_culprits and not hunt.head_broken:
         # The history A/B stands; the bisection may have been misled by one noisy probe.
         # Bisect once more, this time verifying each culprit against its parent.
         hunt.rejected_culprits.append(hunt.root_ref)

@@ -429,3 +429,51 @@ def _sandwich(c: Culprit, samples: _Samples, max_n: int) -> None:
 def log2_bound(n: int) -> int:
     """The lower bound on probes for n suspects: ceil(log2(n + 1))."""
     return math.ceil(math.log2(n + 1))
+
+
+class BreakResult(BaseModel):
+    """The first commit of ``good..bad`` that does not serve (a crash or a hang is deterministic:
+    one probe per commit decides), with the commits that could not be built or tested."""
+
+    culprit: str | None
+    suspects: list[str]  # == [culprit] when exact; more when skipped commits border it
+    probes: int
+    skipped: list[str]
+    serving: list[str]
+    broken: list[str]
+
+
+def bisect_broken(
+    parents: dict[str, list[str]], good: str, bad: str, serves: Callable[[str], bool | None]
+) -> BreakResult:
+    """Find the first commit after which the server no longer serves. ``serves(sha)`` answers True
+    (it serves), False (it does not start, crashes or hangs) or None (untestable: it does not
+    build; skipped and left a suspect, as ``git bisect skip`` does). The midpoint rule over the
+    whole graph, as in ``bisect``."""
+    graph = _Graph(parents)
+    cand = graph.anc[bad]
+    known_bad, skipped, serving, broken = {bad}, set(), [], []
+    while True:
+        picks = _pick(graph, cand, known_bad | skipped, 1)
+        if not picks:
+            break
+        sha = picks[0]
+        answer = serves(sha)
+        if answer is None:
+            skipped.add(sha)
+        elif answer:
+            serving.append(sha)
+            cand &= ~graph.anc[sha]
+        else:
+            broken.append(sha)
+            known_bad.add(sha)
+            cand &= graph.anc[sha]
+    members = list(reversed(graph.members(cand)))
+    return BreakResult(
+        culprit=members[-1] if members else None,
+        suspects=members,
+        probes=len(serving) + len(broken) + len(skipped),
+        skipped=sorted(skipped),
+        serving=serving,
+        broken=broken,
+    )

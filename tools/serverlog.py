@@ -54,13 +54,17 @@ def read_log(path: str | Path, offset: int = 0) -> ServerLog:
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _EXC = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
+# A client that hung up mid-answer: a consequence (the benchmark gave up), never the cause.
+_BYSTANDERS = {"ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError"}
 _FATAL = ("watchdog timeout", "Received sigquit", "Not enough memory", "Free memory on device", "out of memory")
 
 
 def last_failure(text: str) -> str | None:
-    """What a failed server last said, in one line: the last traceback's exception with the file
-    and line it was raised at (``NameError: name 'x' is not defined (scheduler.py:135)``), else the
-    last fatal line (a watchdog timeout, an out-of-memory at start); None when the log has neither."""
+    """Why a server failed, in one line: the first error of its log, which is the cause (what
+    follows is consequences: requests failed, clients hung up). A traceback gives its exception
+    and the file and line it was raised at (``NameError: name 'x' is not defined
+    (scheduler.py:135)``); a fatal line (a watchdog timeout, an out-of-memory at start) itself.
+    None when the log has neither."""
     lines = text.splitlines()
     found: str | None = None
     frame: str | None = None
@@ -75,9 +79,10 @@ def last_failure(text: str) -> str | None:
                 frame = f"{Path(m.group(1)).name}:{m.group(2)}"
                 continue
             if m := _EXC.match(line.strip()):
-                found = line.strip() + (f" ({frame})" if frame else "")
                 in_tb = False
+                if m.group(1) not in _BYSTANDERS:
+                    return line.strip() + (f" ({frame})" if frame else "")
             continue
         if any(f in line for f in _FATAL) and "Received sigquit" not in line:
-            found = line.strip()
+            return line.strip()
     return found
