@@ -8,6 +8,7 @@ once) is one line naming it, exit code 2, and no process left running.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,7 @@ from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
-from tools.measure import Measurer, Workload
+from tools.measure import Deadline, Measurer, Workload
 from tools.pool import PoolError, RayProbePool, SSHProbePool, load_pool
 from tools.ssh import SSHHost
 
@@ -85,6 +86,16 @@ def bisect_cmd(
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="the Ray cluster for --ray-node (default: local)")] = None,
     workdir: Annotated[Path, typer.Option(help="logs and scratch files")] = Path("/tmp/sleuth-bisect"),
+    max_wall: Annotated[
+        float | None, typer.Option(min=0.001, help="wall-time budget, seconds: the probe in flight is stopped")
+    ] = None,
+    launch_timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
+    ] = None,
+    setup: Annotated[
+        str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")
+    ] = None,
+    slots: Annotated[int | None, typer.Option(min=1, help="servers the host holds at once (default 1)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Find the commit(s) that changed a benchmark metric between GOOD and BAD, with statistics."""
@@ -103,6 +114,12 @@ def bisect_cmd(
         requests = int(opts.get("--requests", requests))
         max_tokens = int(opts.get("--max-tokens", max_tokens))
         time_scale = float(opts.get("--time-scale", time_scale))
+        try:
+            launch_timeout = launch_timeout or (float(ann["launch_timeout"]) if "launch_timeout" in ann else None)
+            slots = slots or (int(ann["slots"]) if "slots" in ann else None)
+        except ValueError as exc:
+            bad_input(f"--alert: {alert}: annotations.launch_timeout/slots: {exc}")
+        setup = setup or ann.get("setup")
     needed = (("--repo", repo), ("--good", good)) + ((("--launch", launch), ("--model", model)) if not bench else ())
     for flag, value in needed:
         if not value:
@@ -139,12 +156,17 @@ def bisect_cmd(
     probes = _pool(pool, ray_node, ray_address, workdir)
     if probes is not None and k == 1:
         k = probes.k
-    probe = (
-        probes.probe_fn(launch, workload) if probes else Measurer(h, git, workdir / "logs").probe_fn(launch, workload)
+    measurer = Measurer(
+        h, git, workdir / "logs", health_timeout_s=launch_timeout or 1800.0, slots=slots or 1, setup=setup
     )
+    if max_wall is not None:
+        measurer.deadline = time.time() + max_wall
+    probe = probes.probe_fn(launch, workload) if probes else measurer.probe_fn(launch, workload)
     cfg = BisectConfig(k=k, higher_is_better=higher)
+    seen: list[ProbeRecord] = []
 
     def show(rec: ProbeRecord) -> None:
+        seen.append(rec)
         console.print(
             f"  probe {rec.sha[:10]}: {rec.verdict:<4} ({rec.samples} samples, median "
             f"{rec.median if rec.median is None else round(rec.median, 2)})",
@@ -157,9 +179,17 @@ def bisect_cmd(
     )
     try:
         res = bisect(parents, good_sha, bad_sha, probe, cfg, on_record=show)
+    except Deadline:
+        why = f"wall-time budget of {max_wall:g} s exhausted after {len({r.sha for r in seen})} probes"
+        if json_out:
+            print_json({"status": "inconclusive", "error": why, "records": [r.model_dump() for r in seen]})
+        else:
+            out.print(f"inconclusive: {why}", highlight=False)
+        raise typer.Exit(1) from None
     except BisectError as exc:
         bad_input(f"{'--bench' if bench else '--launch'}: {exc}".replace("\n", " | ")[:400])
     finally:
+        measurer.close()
         h.close()
         if isinstance(probes, SSHProbePool):
             probes.close()

@@ -443,9 +443,7 @@ class Runtime:
             self._measured(hunt, b.label, b.ref, b.env, b.launch, got["b"]),
         )
 
-    def fresh_pair(
-        self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int
-    ) -> tuple[Measured, Measured]:
+    def fresh_pair(self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int) -> tuple[Measured, Measured]:
         """A fresh A/B of two states ((label, ref) each): ``samples`` new samples of each, taken
         interleaved (or in a balanced launch order on a one-slot host), none reused from earlier
         measurements. What a confirmation is made of."""

@@ -106,19 +106,23 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
         "| --- | ---: |",
         *[f"| {k} | {v * 100:.0f} % |" for k, v in agg["per_kind"].items()],
         "",
-        "| scenario | truth | named | exact | graded | probes | bound | samples | tool calls | wall s | status |",
-        "| --- | --- | --- | :---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| scenario | truth | named | exact | graded | probes | bound | samples | launches | device s | tool calls "
+        "| wall s | status |",
+        "| --- | --- | --- | :---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in sorted(rows, key=lambda r: (r.get("scenario") or "", r["repeat"])):
         if not r.get("score"):
-            lines.append(f"| {r.get('scenario')} | - | - | - | - | - | - | - | - | - | crashed: {r.get('error')} |")
+            lines.append(
+                f"| {r.get('scenario')} | - | - | - | - | - | - | - | - | - | - | - | crashed: {r.get('error')} |"
+            )
             continue
         s = json.loads(r["score"])
         named = ", ".join(_short(n) for n in s["named"]) or s["got_kind"] or "-"
         truth = s["truth_kind"] + ": " + (", ".join(_short(t) for t in s["truth_refs"]) or "-")
         lines.append(
             f"| {s['scenario']} | {truth} | {named} | {'yes' if s['exact'] else 'no'} | {s['graded']:.2f} | "
-            f"{s['probes']} | {s['bound']} | {s['samples']} | {s['tool_calls']} | {s['wall_s']:.0f} | {s['status']} |"
+            f"{s['probes']} | {s['bound']} | {s['samples']} | {s.get('launches', 0)} | {s.get('device_s', 0):.0f} | "
+            f"{s['tool_calls']} | {s['wall_s']:.0f} | {s['status']} |"
         )
     lines += ["", *[f"![{p.stem}]({p.name})" for p in imgs], ""]
     text = "\n".join(lines)

@@ -35,6 +35,9 @@ class Score(BaseModel):
     bound: int  # ceil(log2(candidates + 1))
     probes_over_bound: float | None
     samples: int
+    launches: int = 0  # server launches (or benchmark-command checkouts) the hunt paid for
+    device_s: float = 0.0  # wall time with a server up
+    build_s: float = 0.0  # per-probe setup
     tool_calls: int
     wall_s: float
     llm_tokens: int
@@ -141,6 +144,9 @@ def score(
         bound=bound,
         probes_over_bound=round(probes / bound, 2) if truth["kind"] != "none" else None,
         samples=samples,
+        launches=int((verdict.get("cost") or {}).get("launches") or 0),
+        device_s=float((verdict.get("cost") or {}).get("device_s") or 0.0),
+        build_s=float((verdict.get("cost") or {}).get("build_s") or 0.0),
         tool_calls=calls,
         wall_s=round(wall_s, 1),
         llm_tokens=tokens,

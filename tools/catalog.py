@@ -283,21 +283,27 @@ def bench(ctx: ToolContext, args: BenchConfig) -> BenchResult:
 @tool("measure", "read")
 def measure(ctx: ToolContext, args: MeasureArgs) -> Measurement:
     """Launch a state (commit or uncommitted work) in a scratch worktree and take samples (cached)."""
-    return ctx.measurer.measure(_state(ctx, args.state), args.workload, args.samples)
+    try:
+        return ctx.measurer.measure(_state(ctx, args.state), args.workload, args.samples)
+    finally:
+        ctx.measurer.close()  # a tool call leaves no server holding the host's GPUs
 
 
 @tool("compare_states", "read")
 def compare_states(ctx: ToolContext, args: CompareArgs) -> CompareResult:
     """Interleaved A/B of two states with a rank test: different, same or unknown, and the change."""
-    cmp, ma, mb = ctx.measurer.compare_states(
-        _state(ctx, args.a),
-        _state(ctx, args.b),
-        args.workload,
-        args.samples,
-        args.max_samples,
-        min_effect_pct=args.min_effect_pct,
-        fresh=args.fresh,
-    )
+    try:
+        cmp, ma, mb = ctx.measurer.compare_states(
+            _state(ctx, args.a),
+            _state(ctx, args.b),
+            args.workload,
+            args.samples,
+            args.max_samples,
+            min_effect_pct=args.min_effect_pct,
+            fresh=args.fresh,
+        )
+    finally:
+        ctx.measurer.close()
     return CompareResult(comparison=cmp, a=ma, b=mb)
 
 
@@ -307,4 +313,7 @@ def bisect_tool(ctx: ToolContext, args: BisectArgs) -> BisectResult:
     good, bad = ctx.git.rev_parse(args.good), ctx.git.rev_parse(args.bad)
     parents = ctx.git.rev_list(good, bad, first_parent=args.first_parent)
     probe = ctx.measurer.probe_fn(args.launch, args.workload, args.env)
-    return bisect(parents, good, bad, probe, args.config)
+    try:
+        return bisect(parents, good, bad, probe, args.config)
+    finally:
+        ctx.measurer.close()

@@ -112,7 +112,8 @@ class Cassette:
         if name == "measure_pair":
             for side in ("a", "b"):
                 key = _state(args[side])
-                self.handed[key] = max(self.handed.get(key, 0), len(result[side]["samples"]))
+                n = len(result[side]["samples"])
+                self.handed[key] = self.handed.get(key, 0) + n if args.get("fresh") else max(self.handed.get(key, 0), n)
         if name in ("measure", "probe"):
             n = len(result["samples"]) if name == "measure" else args["start"] + args["n"]
             key = _state(args)
@@ -123,12 +124,16 @@ class Cassette:
         [start, start + n). The pool is that cache as far as the recording saw it."""
         if name == "measure_pair":
             for side in ("a", "b"):
-                self._pool_add("measure", {**args[side], "samples": args["samples"]}, result[side])
+                if args.get("fresh"):  # new samples only: they follow whatever the state had
+                    self.pool.setdefault(_state(args[side]), []).extend(result[side]["samples"])
+                else:
+                    self._pool_add("measure", {**args[side], "samples": args["samples"]}, result[side])
             return
         if name not in ("measure", "probe"):
             return
         key = _state(args)
-        start, got = (0, result["samples"]) if name == "measure" else (args["start"], result)
+        probed = result["samples"] if isinstance(result, dict) else result  # a list before costs were kept
+        start, got = (0, result["samples"]) if name == "measure" else (args["start"], probed)
         have = self.pool.setdefault(key, [])
         if start + len(got) > len(have) and start <= len(have):
             have.extend(got[len(have) - start :])
@@ -182,6 +187,17 @@ class Cassette:
                 return None
             self.handed[key] = n
             return Answer({"samples": have[:n], "verify_ms": self.verify.get(key, [])[:n]}, None)
+        if name == "measure_pair" and args.get("fresh"):
+            sides, ends = {}, {}
+            for side in ("a", "b"):
+                key = _state(args[side])
+                have, start = self.pool.get(key, []), self.handed.get(key, 0)
+                if len(have) < start + args["samples"]:
+                    return None
+                sides[side] = {"samples": have[start : start + args["samples"]], "verify_ms": []}
+                ends[key] = start + args["samples"]
+            self.handed.update(ends)
+            return Answer(sides, None)
         if name == "measure_pair":
             sides = {}
             for side in ("a", "b"):
@@ -196,7 +212,7 @@ class Cassette:
             if len(have) < start + args["n"]:
                 return None
             self.handed[key] = max(self.handed.get(key, 0), start + args["n"])
-            return Answer(have[start : start + args["n"]], None)
+            return Answer({"samples": have[start : start + args["n"]]}, None)
         for _seq, rname, rargs, ans in self.calls:
             if rname == name and normal(rargs) == args:
                 return ans

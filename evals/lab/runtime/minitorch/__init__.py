@@ -84,6 +84,8 @@ class Device:
         self._busy_until = 0.0
         self._graph_depth = 0
         self.clock_us = 0.0  # simulated device time consumed so far
+        self.calls: dict[str, int] = {}  # kernel -> launches (what a profiler's kernel table counts)
+        self.eager_calls: dict[str, int] = {}  # ... of which outside a captured graph
 
     def compute_capability(self) -> tuple[int, int]:
         major, _, minor = self.info["compute_cap"].partition(".")
@@ -95,10 +97,14 @@ class Device:
         if spec is None:
             raise RuntimeError(f"minitorch: no kernel image for '{kernel}' in minitorch {__version__}")
         cost = spec["us"] * work * self.class_factor[spec["class"]] * self.env_factor.get(kernel, 1.0)
-        if self._graph_depth == 0:
+        eager = self._graph_depth == 0
+        if eager:
             cost += self.kernels["launch_overhead"]["us"]
         with self._lock:
             self._pending_us += cost
+            self.calls[kernel] = self.calls.get(kernel, 0) + 1
+            if eager:
+                self.eager_calls[kernel] = self.eager_calls.get(kernel, 0) + 1
 
     @contextmanager
     def graph_replay(self):

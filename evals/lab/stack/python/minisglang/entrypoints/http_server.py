@@ -80,6 +80,19 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             dead = self.engine.scheduler.dead
             self._send_json(503 if dead else 200, {"status": "unhealthy", "error": dead} if dead else {"status": "ok"})
+        elif self.path == "/get_server_info":
+            import minitorch
+
+            dev = minitorch.cuda.device()
+            self._send_json(
+                200,
+                {
+                    "version": minitorch.__version__,
+                    "device_time_us": dev.clock_us,
+                    "kernel_calls": dict(dev.calls),
+                    "eager_kernel_calls": dict(dev.eager_calls),
+                },
+            )
         elif self.path == "/v1/models":
             self._send_json(
                 200,

@@ -1,0 +1,108 @@
+"""A real GPU node is harder than a laptop: one server at a time, servers that crash or hang, a
+wall budget that must hold mid-probe, commits that need a build. These are the hunts that show it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_in_process
+
+CORE = Path(__file__).parent.parent / "evals" / "suites" / "core"
+
+
+def leftovers(root: Path, repo: Path) -> tuple[list[str], list[str]]:
+    """Server processes of this scenario still alive, and scratch worktrees still registered."""
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    servers = [p for p in ps if "minisglang.launch_server" in p and str(root) in p]
+    trees = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
+    return servers, [t for t in trees.splitlines() if "sleuth-wt" in t]
+
+
+def test_a_server_that_hangs_on_its_first_request_ends_the_hunt_at_its_wall_budget(write_spec, tmp_path):
+    """No watchdog: every request waits forever. The hunt stops the probe at the budget (server
+    group killed, worktree removed) and ends inconclusive with what it learned, within seconds."""
+    spec = (
+        (CORE / "hang_in_allreduce.toml").read_text().replace('"--watchdog-timeout", "20"', '"--watchdog-timeout", "0"')
+    )
+    scen = build(load_spec(write_spec(spec, "hang.toml")), tmp_path / "s")
+    budget = 15.0
+    t0 = time.monotonic()
+    r = sleuth_in_process(
+        "hunt", "--alert", scen.root / "alert.json", "--max-wall", budget, "--json", "--db", tmp_path / "runs.db"
+    )  # fmt: skip
+    took = time.monotonic() - t0
+    v = json.loads(r.stdout)
+    assert r.returncode == 1 and v["status"] == "inconclusive", v
+    assert "wall-time budget" in v["error"] and "mid-probe" in v["error"]
+    assert took < budget + 5, f"the hunt ran {took:.1f} s on a {budget:.0f} s budget"
+    assert leftovers(scen.root, scen.repo) == ([], [])
+    assert v["cost"]["launches"] >= 1 and v["cost"]["device_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [("crash_on_request", "NameError: name 'step_metrics' is not defined"), ("hang_in_allreduce", "watchdog timeout")],
+)
+def test_a_head_that_does_not_serve_is_hunted_to_the_commit_that_broke_it(scenario, said, tmp_path):
+    scen = build(load_spec(CORE / f"{scenario}.toml"), tmp_path / "s")
+    truth = json.loads((scen.root / "truth.json").read_text())
+    r = sleuth_in_process(
+        "hunt", "--alert", scen.root / "alert.json", "--max-wall", 240, "--json", "--db", tmp_path / "runs.db"
+    )  # fmt: skip
+    v = json.loads(r.stdout)
+    assert v["status"] == "awaiting_approval", v
+    assert v["root_cause"]["kind"] == "commit" and v["root_cause"]["ref"] == truth["root_causes"][0]["ref"]
+    assert "breaks the server" in v["root_cause"]["summary"]
+    assert v["regression"]["broken"]  # what HEAD does: from its own log
+    assert any(said in (b["failure"] or "") for b in v["broken"]), v["broken"]
+    assert "HEAD+revert serves" in v["hypotheses"][0]["reason"] or v["proposed_action"]["kind"] == "revert"
+    assert leftovers(scen.root, scen.repo) == ([], [])
+
+
+def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path):
+    """A build step per probe (``--setup``): a commit it fails on is unbuildable, not a culprit."""
+    repo = tmp_path / "lib"
+    repo.mkdir()
+
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    (repo / "bench.py").write_text("import random, lib; print(lib.COST * random.gauss(1, 0.005))\n")
+    (repo / "lib.py").write_text("COST = 1.0\n")
+    (repo / "build.sh").write_text("test ! -e BROKEN || { echo 'error: missing header lib.h' >&2; exit 1; }\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    good = git("rev-parse", "HEAD")
+    for i in range(4):  # a stretch that does not build
+        (repo / "BROKEN").write_text(f"{i}\n")
+        git("add", ".")
+        git("commit", "-qm", f"wip {i}")
+    (repo / "BROKEN").unlink()
+    git("commit", "-qam", "fix the build")
+    (repo / "lib.py").write_text("COST = 2.0\n")
+    git("commit", "-qam", "the slow one")
+    culprit = git("rev-parse", "HEAD")
+    for i in range(2):
+        (repo / f"doc{i}.md").write_text("docs\n")
+        git("add", ".")
+        git("commit", "-qm", f"docs {i}")
+    r = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--good-value", "1.0", "--samples", "3", "--setup", "sh build.sh", "--json", "--db", tmp_path / "runs.db",
+    )  # fmt: skip
+    v = json.loads(r.stdout)
+    assert v["root_cause"]["ref"] == culprit, v
+    unbuildable = [b for b in v["broken"] if b["how"] == "does not build"]
+    assert unbuildable and all("missing header" in b["failure"] for b in unbuildable)
+    assert v["cost"]["build_s"] > 0 and v["cost"]["launches"] >= v["probes"]
