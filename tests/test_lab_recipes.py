@@ -4,7 +4,8 @@ For every cost site and every recipe (variant) of it, and the templates that car
 commit adds ``ADD_US`` simulated microseconds per call of the site. The commit and its parent
 are launched with a configuration that executes the site, serve the same request, and the
 server's device clock (``/get_server_info``) must move by exactly what the kernel table says:
-calls of the new kernel x ADD_US (+ the launch overhead of each eager call). The noise is off
+the new kernel's summed work (calls x the batch's work each) x ADD_US, plus the launch overhead
+of each eager call. The noise is off
 (``noise_cv = 0``), so the tolerance is tight and a machine under load cannot fail it. A recipe
 whose code does not import what it calls (the old ``model_forward``) fails here: the server dies
 on the request.
@@ -145,11 +146,12 @@ def test_every_recipe_slows_what_it_says_by_what_it_says(case, recipe_lab, tmp_p
     before, after = serve(parent, n, case["flags"], tmp_path), serve(sha, n, case["flags"], tmp_path)
     k = case["kernel"]
     calls, eager = after["kernel_calls"].get(k, 0), after["eager_kernel_calls"].get(k, 0)
+    work = after["kernel_work"].get(k, 0.0)
     assert calls > 0, f"{k} never ran under {case['flags'] or 'the default flags'}: the site is not executed"
     if case.get("replaces"):  # a kernel swapped for a slower one (moe_experts -> cutlass + ADD_US)
         assert after["kernel_calls"].get(case["replaces"], 0) == 0
-        expected = calls * ADD_US
+        expected = work * ADD_US
     else:
-        expected = calls * ADD_US + eager * KERNELS["launch_overhead"].us
+        expected = work * ADD_US + eager * KERNELS["launch_overhead"].us
     added = after["device_time_us"] - before["device_time_us"]
     assert added == pytest.approx(expected, rel=0.02), (case["id"], added, expected, calls, eager)

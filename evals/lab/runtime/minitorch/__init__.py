@@ -86,6 +86,7 @@ class Device:
         self.clock_us = 0.0  # simulated device time consumed so far
         self.calls: dict[str, int] = {}  # kernel -> launches (what a profiler's kernel table counts)
         self.eager_calls: dict[str, int] = {}  # ... of which outside a captured graph
+        self.work: dict[str, float] = {}  # kernel -> summed work (its cost is us x work)
 
     def compute_capability(self) -> tuple[int, int]:
         major, _, minor = self.info["compute_cap"].partition(".")
@@ -103,6 +104,7 @@ class Device:
         with self._lock:
             self._pending_us += cost
             self.calls[kernel] = self.calls.get(kernel, 0) + 1
+            self.work[kernel] = self.work.get(kernel, 0.0) + work
             if eager:
                 self.eager_calls[kernel] = self.eager_calls.get(kernel, 0) + 1
 

@@ -1,5 +1,7 @@
 """Process groups and the tensor-parallel all-reduce dispatch."""
 
+import minitorch as torch  # noqa: F401  (the allreduce_dispatch site launches kernels)
+
 from minisglang.distributed.custom_all_reduce import CustomAllreduce
 from minisglang.distributed.pynccl import PyNcclCommunicator
 

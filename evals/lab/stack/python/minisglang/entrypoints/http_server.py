@@ -91,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
                     "device_time_us": dev.clock_us,
                     "kernel_calls": dict(dev.calls),
                     "eager_kernel_calls": dict(dev.eager_calls),
+                    "kernel_work": dict(dev.work),
                 },
             )
         elif self.path == "/v1/models":
