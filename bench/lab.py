@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/lab.py [--samples 5] [--launches 5]
 
-Prints: time from launch to a healthy /health (budget 1 s), wall time of one benchmark sample
-of the seed scenario at its default time_scale (budget 2 s), scenario build time, and the
-calibration table: measured good/bad numbers over the seeds' numbers.
+Prints: time from launch to a healthy /health with the seed's full simulated launch time (its
+target: launch_s x time_scale, about ten samples) and with the tests' launch scale (0.02, budget
+1 s), wall time of one benchmark sample of the seed scenario at its default time_scale (budget
+2 s), their ratio, scenario build time, and the calibration table: measured good/bad numbers over
+the seeds' numbers.
 """
 
 from __future__ import annotations
@@ -34,17 +36,23 @@ def main() -> None:
         builds = []
         for i in range(3):
             t = time.perf_counter()
-            res = build(spec, root / f"scenario{i}")
+            res = build(spec, root / f"scenario{i}", launch_scale=0.02)
             builds.append(time.perf_counter() - t)
+        full = build(spec, root / "full", launch_scale=1.0)
         ann, cfg = scenario_bench_config(res.root)
         tree = export_worktree(res.repo, root / "tree")
-        startups, sample_walls = [], []
+        startups, sample_walls, real_startups = [], [], []
         for i in range(args.launches):
             with launch(ann["launch_command"], tree, root / f"l{i}.log") as srv:
                 startups.append(srv.startup_s)
                 t = time.perf_counter()
                 run_bench(cfg.model_copy(update={"endpoint": f"{srv.base_url}/v1"}))
                 sample_walls.append(time.perf_counter() - t)
+        full_ann, _ = scenario_bench_config(full.root)
+        full_tree = export_worktree(full.repo, root / "full-tree")
+        for i in range(2):
+            with launch(full_ann["launch_command"], full_tree, root / f"f{i}.log", health_timeout_s=120) as srv:
+                real_startups.append(srv.startup_s)
         demo = run_demo(samples=args.samples)
 
     def row(name: str, values: list[float], budget: float) -> None:
@@ -59,8 +67,12 @@ def main() -> None:
         f"{cfg.requests} requests x {cfg.max_tokens} tokens per sample"
     )
     print(f"{'build (sleuth lab build)':<42} median {statistics.median(builds):7.3f} s  (no budget set)")
-    row("launch -> /health answers", startups, 1.0)
+    row("launch -> /health (launch scale 0.02)", startups, 1.0)
     row("one benchmark sample (bad state, EAGLE-3)", sample_walls, 2.0)
+    target = spec.system.launch_s * spec.time_scale
+    row("launch -> /health (full simulated launch)", real_startups, target)
+    ratio = statistics.median(real_startups) / statistics.median(sample_walls)
+    print(f"{'a full launch / one sample':<42} {ratio:7.1f} x  (a real node: 300 s / 30 s = 10 x)")
     print()
     print(f"{'metric':<16}{'good':>8}{'seeds':>8}{'ratio':>7}{'bad':>8}{'seeds':>8}{'ratio':>7}{'p':>10}")
     for r in demo.rows:

@@ -21,6 +21,12 @@ def build_cmd(
     spec: Annotated[Path, typer.Argument(help="scenario spec (TOML)")],
     out_dir: Annotated[Path, typer.Argument(help="where to write repo/, host/, truth.json, alert.json")],
     json_out: Annotated[bool, typer.Option("--json", help="print what was built as JSON")] = False,
+    launch_scale: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=10.0, help="of the spec's simulated launch time (default $SLEUTH_LAB_LAUNCH_SCALE or 1)"
+        ),
+    ] = None,
 ) -> None:
     """Build a scenario: DIR/repo (the agent's checkout), DIR/host, DIR/truth.json, DIR/alert.json."""
     try:
@@ -30,7 +36,7 @@ def build_cmd(
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         bad_input(f"{out_dir}: exists and is not an empty directory")
     try:
-        res = build(scenario, out_dir)
+        res = build(scenario, out_dir, launch_scale=launch_scale)
     except LabError as exc:
         out.print(f"[red]build failed:[/red] {exc}")
         raise typer.Exit(1) from exc
