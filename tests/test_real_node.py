@@ -29,8 +29,9 @@ def test_a_server_that_hangs_on_its_first_request_ends_the_hunt_at_its_wall_budg
     """No watchdog: every request waits forever. The hunt stops the probe at the budget (server
     group killed, worktree removed) and ends inconclusive with what it learned, within seconds."""
     spec = (
-        (CORE / "hang_in_allreduce.toml").read_text().replace('"--watchdog-timeout", "20"', '"--watchdog-timeout", "0"')
+        (CORE / "hang_in_allreduce.toml").read_text().replace('"--watchdog-timeout", "10"', '"--watchdog-timeout", "0"')
     )
+    assert '"--watchdog-timeout", "0"' in spec
     scen = build(load_spec(write_spec(spec, "hang.toml")), tmp_path / "s")
     budget = 15.0
     t0 = time.monotonic()

@@ -214,7 +214,8 @@ def bisect(
     Raises BisectError when good or bad cannot be measured; ``on_record`` sees each probe."""
     cfg = cfg or BisectConfig()
     samples = _Samples(_oriented(probe, cfg.higher_is_better), cfg.sandwich_samples)
-    for ref, name in ((bad, "bad"), (good, "good")):
+    # Good first: a caller that just measured the known-good state often still has its server up.
+    for ref, name in ((good, "good"), (bad, "bad")):
         try:
             samples.ensure(ref, cfg.ref_samples)
         except ProbeError as exc:
