@@ -18,9 +18,13 @@ from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_git_tools import fingerprint
 
+# TP-4 servers on eight GPUs: two slots, so A/Bs interleave on two warm servers (the seed, TP-8 on
+# eight GPUs, is the one-slot host the demo and the LLM tests hunt).
 SMALL = """
 name = "small"
 seed = 5
+[system]
+tp = 4
 [history]
 filler = 2
 [[committed]]

@@ -107,3 +107,23 @@ def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path)
     unbuildable = [b for b in v["broken"] if b["how"] == "does not build"]
     assert unbuildable and all("missing header" in b["failure"] for b in unbuildable)
     assert v["cost"]["build_s"] > 0 and v["cost"]["launches"] >= v["probes"]
+
+
+def test_a_targets_slots_timeout_and_setup_reach_the_hunt_through_the_alert(tmp_path):
+    """``targets.toml`` names what a Prometheus rule does not know: the host's slots, its launch
+    timeout and the per-probe build; the service writes them into the alert the hunt reads."""
+    from agent.hunt_cmd import target_from_alert
+    from agent.serve.config import ServeTarget
+
+    t = ServeTarget(
+        name="n1", match={"host": "gpu-node-1"}, repo="/srv/sglang", launch="L {worktree} {port}",
+        benchmark="sleuth bench --model M", slots=2, launch_timeout=2400, setup="pip install -e python/",
+    )  # fmt: skip
+    labels, ann = t.complete({"host": "gpu-node-1"}, {"good_value": "94"})
+    (tmp_path / "a.json").write_text(json.dumps({"labels": labels, "annotations": ann}))
+    target = target_from_alert(tmp_path / "a.json", None)
+    assert (target.slots, target.launch_timeout_s, target.setup) == (2, 2400.0, "pip install -e python/")
+    ann["slots"] = "zero"
+    (tmp_path / "b.json").write_text(json.dumps({"labels": labels, "annotations": ann}))
+    r = sleuth_in_process("hunt", "--alert", tmp_path / "b.json", "--db", tmp_path / "r.db")
+    assert r.returncode == 2 and "annotations.slots: 'zero' is not a positive number" in r.stdout + r.stderr

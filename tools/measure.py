@@ -512,9 +512,9 @@ class Measurer:
         fresh: bool = False,
         on_sample: Callable[[str, float], None] | None = None,
     ) -> tuple[Comparison, Measurement, Measurement]:
-        """A/B (interleaved on two slots, balanced launches on one; ``fresh``: a launch per sample
-        block even on two), doubling the samples while the verdict is ``unknown``. Returns
-        (comparison of B against A, A, B)."""
+        """A/B (interleaved on two slots, balanced launches on one; ``fresh``: on newly launched
+        servers), doubling the samples while the verdict is ``unknown``. Returns (comparison of B
+        against A, A, B)."""
         with self._lock:
             ea, tree_a = self._entry(a, workload)
             eb, tree_b = self._entry(b, workload)
@@ -562,12 +562,13 @@ class Measurer:
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def _interleave(self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample) -> None:
-        if self.slots >= 2 and not fresh:
-            # Two warm servers: A B A B, one sample at a time.
+        if self.slots >= 2:
+            # Two servers up at once: A B A B, one sample at a time (``fresh``: on servers launched
+            # for this A/B, not ones that served earlier samples).
             for i in range(max(n for _, _, n in sides)):
                 for state, entry, n in sides:
                     if i < n:
-                        self._take(state, workload, entry, 1, False, on_sample)
+                        self._take(state, workload, entry, 1, fresh and i == 0, on_sample)
             return
         # One slot (or fresh launches asked for): launches in a balanced order, A B B A A B ...,
         # each giving a block of samples; a side that needs nothing is not launched.

@@ -145,15 +145,21 @@ def compare(
     beta: float = 0.001,
     interval: bool = True,
     seed: int = 0,
+    design_effect: float = 1.0,
 ) -> Comparison:
     """Is B different from A? See the module docstring for the three verdicts.
 
     Without ``min_effect_pct`` there is no high threshold: the answer is ``different`` or
-    ``unknown`` (no change too small to matter was named, so none can be ruled out)."""
+    ``unknown`` (no change too small to matter was named, so none can be ruled out).
+    ``design_effect`` > 1: the samples are correlated in clusters (launches), worth
+    n / design_effect independent ones: each test statistic's z-score is shrunk by its square root
+    and the high threshold is simulated at the effective sizes."""
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.size == 0 or xb.size == 0:
         raise ValueError("compare needs samples on both sides")
     p_mwu, p_ks = p_values(xa, xb)
+    if design_effect > 1.0:
+        p_mwu, p_ks = _deflated(p_mwu, design_effect), _deflated(p_ks, design_effect)
     p = min(p_mwu, p_ks)
     med_a, med_b = float(np.median(xa)), float(np.median(xb))
     delta = (med_b - med_a) / med_a * 100 if med_a else math.nan
@@ -162,7 +168,8 @@ def compare(
         sd = noise_sd(xa, xb)
         magnitude = abs(min_effect_pct / 100 * med_a) / sd if sd > 0 else math.inf
         magnitude = min(round(magnitude, 1), 20.0)
-        ht = high_threshold(int(xa.size), int(xb.size), magnitude, beta)
+        n_a, n_b = (max(2, round(x.size / design_effect)) for x in (xa, xb))
+        ht = high_threshold(n_a, n_b, magnitude, beta)
     if p <= alpha:
         verdict: Verdict = "different"
     elif ht is not None and p > ht:
@@ -213,11 +220,20 @@ def split_launches(samples: Sequence[float], groups: Sequence[int]) -> list[list
     return out
 
 
-def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
-    """One-way ANOVA of the samples on their launch, within each side, pooled: the p-value that
-    launch-to-launch variance is zero. 1.0 when no side has two launches of two samples each."""
+def _deflated(p: float, design_effect: float) -> float:
+    """A two-sided p-value as it would be with the z-score shrunk by sqrt(design_effect)."""
+    if p >= 1.0:
+        return 1.0
+    z = float(stats.norm.isf(p / 2))
+    return float(min(1.0, 2 * stats.norm.sf(z / math.sqrt(design_effect))))
+
+
+def _anova(sides) -> tuple[float, int, float, int, int, int]:
+    """(SS between, df between, SS within, df within, samples, launches) of the samples on their
+    launch, within each side (each side's own mean removed, so an A/B difference is not counted
+    as launch-to-launch variance)."""
     ss_between = ss_within = 0.0
-    df_between = df_within = 0
+    df_between = df_within = n = k = 0
     for launches in sides:
         usable = [np.asarray(g, dtype=float) for g in launches if len(g) >= 1]
         if len(usable) < 2:
@@ -227,6 +243,15 @@ def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
         ss_within += sum(float(((g - g.mean()) ** 2).sum()) for g in usable)
         df_between += len(usable) - 1
         df_within += sum(g.size - 1 for g in usable)
+        n += sum(g.size for g in usable)
+        k += len(usable)
+    return ss_between, df_between, ss_within, df_within, n, k
+
+
+def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
+    """One-way ANOVA of the samples on their launch, within each side, pooled: the p-value that
+    launch-to-launch variance is zero. 1.0 when no side has two launches."""
+    ss_between, df_between, ss_within, df_within, _n, _k = _anova(sides)
     if df_between == 0 or df_within == 0 or ss_within <= 0:
         return 1.0
     f = (ss_between / df_between) / (ss_within / df_within)
@@ -235,21 +260,34 @@ def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
     return float(f_dist.sf(f, df_between, df_within))
 
 
+def design_effect(*sides: Sequence[Sequence[float]]) -> float:
+    """How many samples one independent sample is worth when samples come in launches (Kish's
+    design effect 1 + (m - 1) rho, with m the mean samples per launch and rho the intra-launch
+    correlation from the one-way ANOVA estimator). 1.0 when no side has two launches to tell
+    launch-to-launch variance from sample noise."""
+    ss_between, df_between, ss_within, df_within, n, k = _anova(sides)
+    if df_between == 0 or df_within == 0:
+        return 1.0
+    msb, msw = ss_between / df_between, ss_within / df_within
+    m = n / k
+    if msw <= 0:
+        return m  # identical samples within each launch: a launch is one sample
+    rho = max(0.0, (msb - msw) / (msb + (m - 1) * msw))
+    return 1.0 + (m - 1) * rho
+
+
 def compare_launches(
     a: Sequence[float],
     a_groups: Sequence[int],
     b: Sequence[float],
     b_groups: Sequence[int],
-    launch_alpha: float = 0.05,
     **kwargs,
 ) -> Comparison:
     """``compare`` for samples that come in launches (a server restarted between groups). Samples
     of one launch share that launch's offset (weights placement, clocks, a neighbour), so they are
-    not independent. When the launches differ (ANOVA p < ``launch_alpha``) the launch is the unit
-    of replication and each launch counts once, by its median; otherwise the samples pool. With
-    few launches per side that comparison cannot reach a small p: more launches are needed, which
-    is the honest answer when a restart moves the metric."""
-    la, lb = split_launches(a, a_groups), split_launches(b, b_groups)
-    if launch_effect_p(la, lb) >= launch_alpha:
-        return compare(a, b, **kwargs)
-    return compare([float(np.median(g)) for g in la], [float(np.median(g)) for g in lb], **kwargs)
+    not independent: both sides' launches give the intra-launch correlation, and the comparison
+    counts the samples as n / design effect independent ones (``compare(design_effect=...)``).
+    No launch-to-launch variance: the samples pool as they are; all of it: a launch counts once."""
+    return compare(
+        a, b, design_effect=design_effect(split_launches(a, a_groups), split_launches(b, b_groups)), **kwargs
+    )
