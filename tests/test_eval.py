@@ -12,9 +12,12 @@ from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.llm_server import ScriptedLLM
 from tests.test_llm_policy import calls
 
+# TP-4 on eight GPUs: a two-slot host (A/Bs on two warm servers), which keeps this suite quick.
 TINY = """
 name = "tiny"
 seed = 7
+[system]
+tp = 4
 [history]
 filler = 2
 [[committed]]

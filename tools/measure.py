@@ -476,14 +476,16 @@ class Measurer:
         the classic optimum for two-stage sampling, sqrt(launch cost / sample cost x within-launch
         variance / between-launch variance), with a prior of ten samples per launch and a
         launch-to-launch spread a third of the sample noise until measured; at most half of what
-        a side needs, so each side gets two launches (a balanced A B B A), and at least two, so that
-        every launch also tells the within-launch noise apart from the launch-to-launch spread."""
+        a side needs, so each side gets two launches (a balanced A B B A), and at least three, so
+        that every launch also tells the within-launch noise apart from the launch-to-launch spread
+        (below three the optimum only happens where a launch is as cheap as a sample: not on a GPU
+        node, only in a lab run at a few percent of its launch time)."""
         ratio = 10.0
         if self._launch_s and self._sample_s:
             ratio = statistics.median(self._launch_s) / max(1e-6, statistics.median(self._sample_s))
         variance_ratio = self._variance_ratio()
         best = math.sqrt(max(ratio, 0.0) * variance_ratio)
-        return max(1, min(math.ceil(need / 2), max(2, round(best))))
+        return max(1, min(math.ceil(need / 2), max(3, round(best))))
 
     def _variance_ratio(self) -> float:
         """Within-launch over between-launch variance, from every cached state with two launches
