@@ -109,6 +109,8 @@ def _spec(n: int) -> str:
 
 @pytest.fixture(scope="module")
 def recipe_lab(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MINITORCH_COUNT_KERNELS", "1")  # the servers keep their kernel table (they inherit it)
     shas: dict[str, tuple[str, int]] = {}
     worlds: list[tuple[LocalGit, str]] = []
     for n in sorted(set(SCENARIO.values())):
@@ -137,7 +139,8 @@ def recipe_lab(tmp_path_factory):
                     server.stop()
         return served[key]
 
-    return shas, serve
+    yield shas, serve
+    mp.undo()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
