@@ -97,12 +97,16 @@ def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
 
 
 def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
-    """A confirmation: a fresh A/B of (label, ref) a against b, ``n`` new samples each (interleaved,
-    or balanced launches on a one-slot host), never samples from the bisection or the ledger's
-    tests; while unknown, one more fresh round of as many again."""
+    """A confirmation: a fresh A/B of (label, ref) a against b, ``n`` new samples each (at least
+    5: fewer can never reach p <= 0.01 with a rank test), interleaved or in balanced launches on
+    a one-slot host, never samples from the bisection or the ledger's tests; while the answer is
+    unknown, more fresh rounds of as many again, up to three."""
+    n = max(n, 5)
     ma, mb = rt.fresh_pair(hunt, a, b, n)
     cmp = launch_aware(hunt, ma, mb)
-    if cmp.verdict == "unknown":
+    for _ in range(2):
+        if cmp.verdict != "unknown":
+            break
         more_a, more_b = rt.fresh_pair(hunt, a, b, n)
         ma, mb = _joined(hunt, rt, ma, more_a), _joined(hunt, rt, mb, more_b)
         cmp = launch_aware(hunt, ma, mb)

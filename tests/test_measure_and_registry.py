@@ -152,7 +152,8 @@ def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlap
     assert most[0] == 1  # never two servers at once (a second would have failed at start anyway)
     # A B | B A | A B ...: at least two launches per side, each a block of at most half a side's
     # samples (how many per launch follows the measured launch and sample costs).
-    assert ma.launches >= 2 and mb.launches >= 2 and sum(ma.groups) == sum(mb.groups) == 5
+    # 5 vs 5, or 10 vs 10 when launch-to-launch variance makes 5 worth fewer (a doubling round).
+    assert ma.launches >= 2 and mb.launches >= 2 and sum(ma.groups) == sum(mb.groups) == cmp.n_a in (5, 10)
     assert len(ma.groups) == ma.launches and max(ma.groups + mb.groups) <= 3
     runs = [label for i, label in enumerate(order) if i == 0 or order[i - 1] != label]
     assert len(runs) >= 3 and runs == ["A-good", "B-head"] * (len(runs) // 2) + ["A-good"] * (len(runs) % 2)

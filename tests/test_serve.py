@@ -368,7 +368,11 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
             expect(page.get_by_role("link", name=run_id)).to_be_visible()
             page.get_by_role("link", name=run_id).click()
             # The page follows the hunt (it reloads itself while it runs) until it waits for a person.
-            expect(page.locator("#status")).to_have_text("awaiting approval", timeout=240_000)
+            try:
+                expect(page.locator("#status")).to_have_text("awaiting approval", timeout=240_000)
+            except AssertionError:  # say why the hunt ended elsewhere: its verdict, from the service
+                verdict = httpx.get(f"{url}/runs/{run_id}", headers=AUTH | {"Accept": "application/json"}).text[:4000]
+                raise AssertionError(f"the hunt did not reach approval: {verdict}") from None
             expect(page.locator("#root-cause")).to_contain_text(res.truth["root_causes"][0]["ref"])
             page.fill("#reason", "the A/B is convincing")
             page.fill("#token", TOKEN)
