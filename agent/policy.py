@@ -108,14 +108,9 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n:
         if cmp.verdict != "unknown":
             break
         more_a, more_b = rt.fresh_pair(hunt, a, b, n)
-        ma, mb = _joined(hunt, rt, ma, more_a), _joined(hunt, rt, mb, more_b)
+        ma, mb = rt.joined(hunt, ma, more_a), rt.joined(hunt, mb, more_b)
         cmp = launch_aware(hunt, ma, mb)
     return cmp, ma, mb
-
-
-def _joined(hunt: Hunt, rt: Runtime, first: Measured, more: Measured) -> Measured:
-    """Two fresh rounds of one state as one measurement (recorded under a new id)."""
-    return rt.joined(hunt, first, more)
 
 
 def _fmt(cmp, a: Measured, b: Measured, metric: str) -> str:

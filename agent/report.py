@@ -160,7 +160,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             "",
             "## States that did not serve or build",
             "",
-            "| state | ref | what happened | the log's last error |",
+            "| state | ref | what happened | the log's first error |",
             "| --- | --- | --- | --- |",
         ]
         lines += [

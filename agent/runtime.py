@@ -26,7 +26,17 @@ from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
 from tools.host import Host, LocalHost
-from tools.measure import BrokenState, Cost, Deadline, HostBusy, MeasureCache, State, Unbuildable, Workload
+from tools.measure import (
+    BrokenState,
+    Cost,
+    Deadline,
+    HostBusy,
+    MeasureCache,
+    State,
+    StateFailure,
+    Unbuildable,
+    Workload,
+)
 from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
@@ -68,17 +78,16 @@ def with_env(template: str, env: dict[str, str]) -> str:
 
 # Probe failures by kind: recorded with the kind's name and raised again as that kind in a replay.
 PROBE_ERRORS: dict[str, type[ProbeError]] = {
-    "ProbeError": ProbeError,
-    "Unbuildable": Unbuildable,
-    "HostBusy": HostBusy,
+    cls.__name__: cls for cls in (ProbeError, BrokenState, Unbuildable, HostBusy)
 }
 
 
 def probe_error(error: dict) -> ProbeError:
     """The exception a recorded probe failure stands for."""
-    if error["kind"] == "BrokenState":
-        return BrokenState.from_record(error["message"], error.get("how", ""), error.get("failure"), error.get("log"))
-    return PROBE_ERRORS.get(error["kind"], ProbeError)(error["message"])
+    cls = PROBE_ERRORS[error["kind"]]
+    if issubclass(cls, StateFailure):
+        return cls(**{k: error.get(k) for k in ("label", "ref", "how", "failure", "log")})
+    return cls(error["message"])
 
 
 def last_groups(groups: list[int], k: int | None) -> list[int]:
@@ -98,8 +107,8 @@ def error_record(exc: Exception) -> dict:
     """How a failure of the world is recorded: its kind, message, details and what it cost."""
     if isinstance(exc, Deadline):  # the budget ran out mid-probe: the probe was stopped
         error = {"kind": "Deadline", "message": str(exc)}
-    elif isinstance(exc, BrokenState):
-        error = {"kind": "BrokenState", "message": str(exc), "how": exc.how, "failure": exc.failure, "log": exc.log}
+    elif isinstance(exc, StateFailure):
+        error = {"kind": type(exc).__name__, "message": str(exc), **exc.record()}
     elif isinstance(exc, ProbeError):
         kind = type(exc).__name__
         error = {"kind": kind if kind in PROBE_ERRORS else "ProbeError", "message": str(exc)}
@@ -207,7 +216,7 @@ class Runtime:
         if error is not None:
             if error["kind"] == "Deadline":
                 raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted mid-probe")
-            if error["kind"] in PROBE_ERRORS or error["kind"] == "BrokenState":
+            if error["kind"] in PROBE_ERRORS:
                 raise probe_error(error)
             raise RecordedError(error["kind"], error["message"])
         return result
@@ -336,20 +345,12 @@ class Runtime:
 
     def broken_state(self, hunt: Hunt, label: str, exc: ProbeError) -> None:
         """Note a state that does not serve or build (once per ref and label), for the report."""
-        how = exc.how if isinstance(exc, BrokenState) else "does not build" if isinstance(exc, Unbuildable) else None
-        if how is None:
+        if not isinstance(exc, StateFailure):
             return
-        ref = next((w for w in str(exc).split() if w.startswith("(")), "").strip("()")
-        entry = {
-            "label": label,
-            "ref": ref,
-            "how": how,
-            "failure": exc.failure if isinstance(exc, BrokenState) else str(exc).split(": ", 1)[-1],
-            "log": exc.log if isinstance(exc, BrokenState) else None,
-        }
-        if not any(b["label"] == label and b["ref"] == ref for b in hunt.broken):
+        entry = exc.record() | {"label": label}
+        if not any(b["label"] == label and b["ref"] == exc.ref for b in hunt.broken):
             hunt.broken.append(entry)
-            self.say(hunt, "broken", f"{label} ({ref}) {how}: {entry['failure']}", {"broken": entry})
+            self.say(hunt, "broken", f"{label} ({exc.ref}) {exc.how}: {exc.failure}", {"broken": entry})
 
     # -- measurement ---------------------------------------------------------------------------
     def _count_probe(self, hunt: Hunt, state: State) -> None:

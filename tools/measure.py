@@ -49,7 +49,7 @@ from tools.bisect import ProbeError
 from tools.git import CliGit
 from tools.host import Host, HostError
 from tools.server import Server, ServerError, launch, reap
-from tools.serverlog import last_failure
+from tools.serverlog import first_failure
 from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
 
 METRICS = ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s")
@@ -61,24 +61,26 @@ class Deadline(RuntimeError):
     """The wall-clock budget ran out while measuring; the probe was stopped and cleaned up."""
 
 
-class BrokenState(ProbeError):
-    """The state does not serve: its server does not start, crashes on a request or stops
-    answering. ``failure`` is the log's last error (the traceback's exception and its line)."""
+class StateFailure(ProbeError):
+    """A state that cannot be measured for a reason of its own (not the host's, not the budget's):
+    which state (``label``, ``ref``), ``how`` it failed, the ``failure`` in one line (the first
+    error of its log, or its build's output) and the ``log`` path."""
 
-    def __init__(self, label: str, ref: str, how: str, failure: str | None, log: str | None) -> None:
-        self.how, self.failure, self.log = how, failure, log
+    def __init__(self, label: str, ref: str, how: str, failure: str | None, log: str | None = None) -> None:
+        self.label, self.ref, self.how, self.failure, self.log = label, ref[:10], how, failure, log
         super().__init__(f"{label} ({ref[:10]}) {how}: {failure or 'no error in the log'}")
 
-    @classmethod
-    def from_record(cls, message: str, how: str, failure: str | None, log: str | None) -> BrokenState:
-        """The same failure, rebuilt from its recorded message and details (a replay)."""
-        exc = cls.__new__(cls)
-        ProbeError.__init__(exc, message)
-        exc.how, exc.failure, exc.log = how, failure, log
-        return exc
+    def record(self) -> dict:
+        """As plain data (what the transcript keeps; ``type(exc)(**record)`` rebuilds it)."""
+        return {"label": self.label, "ref": self.ref, "how": self.how, "failure": self.failure, "log": self.log}
 
 
-class Unbuildable(ProbeError):
+class BrokenState(StateFailure):
+    """The state does not serve: its server does not start, crashes on a request or stops
+    answering. ``failure`` is the log's first error (the traceback's exception and its line)."""
+
+
+class Unbuildable(StateFailure):
     """The per-probe setup (a build) failed in the state's worktree: skipped, never blamed."""
 
 
@@ -193,11 +195,10 @@ class MeasureCache:
 
 
 class _Launched:
-    """One state made ready to sample: its worktree (and server), and how to take a sample."""
+    """One state made ready to sample: what to close (its worktree, its server), and how to sample."""
 
-    def __init__(self, key: str, state: State, stack: ExitStack, sample: Callable[[], tuple[float, float | None]]):
-        self.key, self.state, self.stack, self.sample = key, state, stack, sample
-        self.server: Server | None = None
+    def __init__(self, stack: ExitStack, sample: Callable[[], tuple[float, float | None]]):
+        self.stack, self.sample = stack, sample
 
     def close(self) -> None:
         self.stack.close()
@@ -226,7 +227,7 @@ class Measurer:
         self.sample_timeout_s = sample_timeout_s  # None: derived from the samples seen so far
         self.deadline: float | None = None  # time.time() after which every wait ends (Deadline)
         self.cost = Cost()
-        self.broken: dict[str, dict] = {}  # cache key -> {"how", "failure", "log"} of states that do not serve
+        self.broken: dict[str, StateFailure] = {}  # cache key -> why the state did not serve or build
         self._trees: dict[str, str] = {}  # commit sha -> tree sha
         self._warm: OrderedDict[str, _Launched] = OrderedDict()  # at most ``slots``, least recent first
         self._lock = threading.RLock()  # one driver of the host's slots at a time
@@ -269,10 +270,8 @@ class Measurer:
         """Check the state out, build it, launch it; a free slot is made first (never more servers
         than the host has slots). On any failure nothing is left running."""
         known = self.broken.get(key)
-        if known is not None:  # a state that did not serve once is not launched again in this run
-            if known["how"] == "does not build":
-                raise Unbuildable(f"{state.label} ({state.ref[:10]}) does not build: {known['failure']}")
-            raise BrokenState(state.label, state.ref, known["how"], known["failure"], known["log"])
+        if known is not None:  # a state that did not serve or build once is not tried again in this run
+            raise type(known)(state.label, state.ref, known.how, known.failure, known.log)
         while len(self._warm) >= self.slots:
             _key, old = self._warm.popitem(last=False)
             old.close()
@@ -283,12 +282,11 @@ class Measurer:
             self._build(key, state, wt)
             if workload.command is None:
                 server = self._launch(key, state, wt, stack)
-                launched = _Launched(key, state, stack, lambda: self._sample(server, workload, state))
-                launched.server = server
+                launched = _Launched(stack, lambda: self._sample(server, workload, state))
             else:
                 up = time.monotonic()
                 stack.callback(lambda: self._add_device(time.monotonic() - up))
-                launched = _Launched(key, state, stack, lambda: self._run_command(wt, workload, state))
+                launched = _Launched(stack, lambda: self._run_command(wt, workload, state))
             self._launch_s.append(time.monotonic() - t0)
         except BaseException:
             stack.close()
@@ -319,8 +317,8 @@ class Measurer:
             why = "timed out" if res.timed_out else f"exit {res.exit_code}"
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
             failure = f"setup `{self.setup}` {why}: {tail[0][:300]}"
-            self.broken[key] = {"how": "does not build", "failure": failure, "log": None}
-            raise Unbuildable(f"{state.label} ({state.ref[:10]}) does not build: {failure}")
+            self.broken[key] = Unbuildable(state.label, state.ref, "does not build", failure)
+            raise self.broken[key]
 
     def _launch(self, key: str, state: State, worktree: str, stack: ExitStack) -> Server:
         log = self.log_dir / f"{state.label}-{state.ref[:10]}-{uuid.uuid4().hex[:6]}.log"
@@ -345,9 +343,9 @@ class Measurer:
                 raise HostBusy(f"{state.label} ({state.ref[:10]}) cannot start, no free GPU: {text}") from exc
             how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
             lines = [x.strip() for x in text.splitlines() if x.strip()]
-            failure = last_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
-            self.broken[key] = {"how": how, "failure": failure, "log": str(log)}
-            raise BrokenState(state.label, state.ref, how, failure, str(log)) from exc
+            failure = first_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
+            self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
+            raise self.broken[key] from exc
 
         def stop() -> None:
             server.stop()
@@ -399,14 +397,12 @@ class Measurer:
         time.sleep(0.2)  # a dying server writes its last lines
         text = server.log_text()
         alive = server.alive()
-        failure = last_failure(text)
+        failure = first_failure(text)
         if timed_out and alive:
             how = f"stops answering (no response within {timeout:.0f} s)"
-            failure = failure or error
         else:
             how = "crashes on a request" if not alive or failure else "fails requests"
-            failure = failure or error
-        raise BrokenState(state.label, state.ref, how, failure, server.log_path)
+        raise BrokenState(state.label, state.ref, how, failure or error, server.log_path)
 
     # -- the cache and the slots ----------------------------------------------------------------
     def _entry(self, state: State, workload: Workload) -> tuple[dict, str]:
@@ -442,8 +438,8 @@ class Measurer:
         except BaseException as exc:
             self._warm.pop(key, None)
             launched.close()
-            if isinstance(exc, BrokenState) and key not in self.broken:
-                self.broken[key] = {"how": exc.how, "failure": exc.failure, "log": exc.log}
+            if isinstance(exc, StateFailure) and key not in self.broken:
+                self.broken[key] = exc
             raise
 
     def close(self) -> None:

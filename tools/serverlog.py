@@ -56,20 +56,18 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _EXC = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
 # A client that hung up mid-answer: a consequence (the benchmark gave up), never the cause.
 _BYSTANDERS = {"ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError"}
-_FATAL = ("watchdog timeout", "Received sigquit", "Not enough memory", "Free memory on device", "out of memory")
+_FATAL = ("watchdog timeout", "Not enough memory", "Free memory on device", "out of memory")
 
 
-def last_failure(text: str) -> str | None:
+def first_failure(text: str) -> str | None:
     """Why a server failed, in one line: the first error of its log, which is the cause (what
     follows is consequences: requests failed, clients hung up). A traceback gives its exception
     and the file and line it was raised at (``NameError: name 'x' is not defined
     (scheduler.py:135)``); a fatal line (a watchdog timeout, an out-of-memory at start) itself.
     None when the log has neither."""
-    lines = text.splitlines()
-    found: str | None = None
     frame: str | None = None
     in_tb = False
-    for raw in lines:
+    for raw in text.splitlines():
         line = raw.split("] ", 1)[1] if raw.startswith("[") and "] " in raw else raw
         if "Traceback (most recent call last)" in line:
             in_tb, frame = True, None
@@ -83,6 +81,6 @@ def last_failure(text: str) -> str | None:
                 if m.group(1) not in _BYSTANDERS:
                     return line.strip() + (f" ({frame})" if frame else "")
             continue
-        if any(f in line for f in _FATAL) and "Received sigquit" not in line:
+        if any(f in line for f in _FATAL):
             return line.strip()
-    return found
+    return None
