@@ -55,3 +55,27 @@ def bench_config(annotations: dict[str, str], where: str = "alert") -> BenchConf
         )
     except (KeyError, ValueError) as exc:
         raise AlertError(f"{where}: annotations.benchmark_command unusable ({exc})") from exc
+
+
+def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
+    """The host's settings an alert may carry, as ``Target`` fields: ``slots``, ``launch_timeout_s``,
+    ``sample_timeout_s`` (positive numbers) and ``setup``; AlertError names a bad one."""
+    out: dict = {}
+    for key, field, kind in (
+        ("slots", "slots", int),
+        ("launch_timeout", "launch_timeout_s", float),
+        ("sample_timeout", "sample_timeout_s", float),
+    ):
+        if key in annotations:
+            try:
+                value = kind(annotations[key])
+                if value <= 0:
+                    raise ValueError("must be > 0")
+            except ValueError as exc:
+                raise AlertError(
+                    f"{where}: annotations.{key}: {annotations[key]!r} is not a positive number ({exc})"
+                ) from exc
+            out[field] = value
+    if annotations.get("setup"):
+        out["setup"] = annotations["setup"]
+    return out

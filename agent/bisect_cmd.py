@@ -15,8 +15,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent.alerts import AlertError, bench_options, read_alert
-from agent.cli import app, bad_input, console, out, print_json
+from agent.alerts import AlertError, bench_options, host_settings, read_alert
+from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
 from tools.git import GitError, open_repo
@@ -89,13 +89,9 @@ def bisect_cmd(
     max_wall: Annotated[
         float | None, typer.Option(min=0.001, help="wall-time budget, seconds: the probe in flight is stopped")
     ] = None,
-    launch_timeout: Annotated[
-        float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
-    ] = None,
-    setup: Annotated[
-        str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")
-    ] = None,
-    slots: Annotated[int | None, typer.Option(min=1, help="servers the host holds at once (default 1)")] = None,
+    launch_timeout: LaunchTimeoutOpt = None,
+    setup: SetupOpt = None,
+    slots: SlotsOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Find the commit(s) that changed a benchmark metric between GOOD and BAD, with statistics."""
@@ -115,11 +111,12 @@ def bisect_cmd(
         max_tokens = int(opts.get("--max-tokens", max_tokens))
         time_scale = float(opts.get("--time-scale", time_scale))
         try:
-            launch_timeout = launch_timeout or (float(ann["launch_timeout"]) if "launch_timeout" in ann else None)
-            slots = slots or (int(ann["slots"]) if "slots" in ann else None)
-        except ValueError as exc:
-            bad_input(f"--alert: {alert}: annotations.launch_timeout/slots: {exc}")
-        setup = setup or ann.get("setup")
+            on_host = host_settings(ann, str(alert))
+        except AlertError as exc:
+            bad_input(f"--alert: {exc}")
+        launch_timeout = launch_timeout or on_host.get("launch_timeout_s")
+        slots = slots or on_host.get("slots")
+        setup = setup or on_host.get("setup")
     needed = (("--repo", repo), ("--good", good)) + ((("--launch", launch), ("--model", model)) if not bench else ())
     for flag, value in needed:
         if not value:

@@ -27,6 +27,15 @@ app = typer.Typer(
     help="perf-sleuth: triage performance regressions in LLM-serving stacks.",
 )
 console = Console(stderr=True)
+
+# The host's options, shared by ``sleuth hunt`` and ``sleuth bisect`` (an alert may carry them too).
+SlotsOpt = Annotated[
+    int | None, typer.Option(min=1, help="servers the host holds at once (default: the alert's, else 1)")
+]
+LaunchTimeoutOpt = Annotated[
+    float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
+]
+SetupOpt = Annotated[str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")]
 out = Console()
 
 

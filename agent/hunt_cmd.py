@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import tempfile
@@ -16,8 +17,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agent.alerts import AlertError, bench_config, read_alert
-from agent.cli import app, bad_input, console, out, print_json
+from agent.alerts import AlertError, bench_config, host_settings, read_alert
+from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
 from agent.graph import Decision, Hunter
 from agent.llm_policy import settings_for
 from agent.report import verdict, write_report
@@ -127,26 +128,11 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
         bench = bench_config(ann, str(path))
         good = float(ann["good_value"]) if "good_value" in ann else None
         bad = float(ann["bad_value"]) if "bad_value" in ann else None
+        host_fields = host_settings(ann, str(path))
     except AlertError as exc:
         bad_input(f"--alert: {exc}")
     except ValueError as exc:
         bad_input(f"--alert: {path}: annotations.good_value/bad_value: {exc}")
-    host_fields = {}
-    for key, field, kind in (
-        ("slots", "slots", int),
-        ("launch_timeout", "launch_timeout_s", float),
-        ("sample_timeout", "sample_timeout_s", float),
-    ):
-        if key in ann:
-            try:
-                value = kind(ann[key])
-                if value <= 0:
-                    raise ValueError("must be > 0")
-            except ValueError as exc:
-                bad_input(f"--alert: {path}: annotations.{key}: {ann[key]!r} is not a positive number ({exc})")
-            host_fields[field] = value
-    if ann.get("setup"):
-        host_fields["setup"] = ann["setup"]
     return Target(
         **host_fields,
         repo=repo or ann.get("repo", ""),
@@ -223,8 +209,6 @@ def demo(
 ) -> None:
     """Build the seed scenario in a temp dir and hunt it end to end (methodical: no LLM, no network)."""
     llm = llm_options(policy, model, base_url, allow_shell, max_turns)
-    import os
-
     from evals.lab.builder import build  # the lab plugs in from evals (see agent/cli.py)
     from evals.lab.demo import SEED_SPEC
     from evals.lab.spec import load_spec
@@ -270,18 +254,12 @@ def hunt_cmd(
     known_hosts: Annotated[
         Path | None, typer.Option(help="known_hosts for --host (default ~/.ssh/known_hosts)")
     ] = None,
-    slots: Annotated[
-        int | None, typer.Option(min=1, help="servers the host holds at once (default: the alert's, else 1)")
-    ] = None,
-    launch_timeout: Annotated[
-        float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
-    ] = None,
+    slots: SlotsOpt = None,
+    launch_timeout: LaunchTimeoutOpt = None,
     sample_timeout: Annotated[
         float | None, typer.Option(min=0.001, help="seconds per sample (default: 10x the slowest sample seen)")
     ] = None,
-    setup: Annotated[
-        str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")
-    ] = None,
+    setup: SetupOpt = None,
     max_probes: Annotated[int, typer.Option(min=1)] = 20,
     max_wall: Annotated[float, typer.Option(min=0.001, help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
