@@ -59,7 +59,7 @@ def test_head_without_the_uncommitted_patches_is_as_slow_as_the_working_tree(see
         ),
         (
             '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\n'
-            'effect = { cost = "moe_experts", scale = 1.5 }\n',
+            'effect = { cost = "moe_experts", scale = 3.0 }\n',
             "a slower runtime version",
         ),
     ],
@@ -91,7 +91,7 @@ def test_the_old_runtime_in_the_wheelhouse_restores_speed_without_touching_the_h
     text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
     text = text.replace('[truth]\nculprits = ["slow"]', '[truth]\nculprits = ["dep"]')
     text += (
-        '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\neffect = { cost = "moe_experts", scale = 1.5 }\n'
+        '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\neffect = { cost = "moe_experts", scale = 3.0 }\n'
     )
     res = build(load_spec(write_spec(text)), tmp_path / "dep")
     wheel = res.host / "wheelhouse" / "minitorch-2.8.0"
