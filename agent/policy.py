@@ -27,7 +27,7 @@ from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.measure import BrokenState
-from tools.stats import compare_launches
+from tools.stats import compare_launches, shortfall_p
 
 SUSPICIOUS_ENV = (
     "NCCL_",
@@ -75,18 +75,48 @@ def min_effect_pct(hunt: Hunt) -> float:
     return 5.0
 
 
-def ab(hunt: Hunt, rt: Runtime, a: Measured, b: Measured, label_a: str, label_b: str, alpha: float = 0.01):
+def ab(
+    hunt: Hunt,
+    rt: Runtime,
+    a: Measured,
+    b: Measured,
+    label_a: str,
+    label_b: str,
+    alpha: float = 0.01,
+    better: str | None = None,
+):
     """Compare two measured states; while unknown, take more samples of both (twice, at most).
-    One of many tests of the same question passes a smaller ``alpha`` (Bonferroni)."""
-    cmp = launch_aware(hunt, a, b, alpha)
+    One of many tests of the same question passes a smaller ``alpha`` (Bonferroni).
+
+    ``better`` ("a" or "b"): the side that must be better for the hypothesis under test to
+    explain the regression. Then an unknown answer whose one-sided test already rules out a gain
+    of the smallest effect that matters stops there (``p_shortfall`` <= alpha): more samples, a
+    launch or more on a one-slot host, could only make a difference too small to matter
+    significant."""
+    cmp = _ab_round(hunt, a, b, alpha, better)
     n = len(a.samples)
     for _ in range(2):
-        if cmp.verdict != "unknown":
+        if cmp.verdict != "unknown" or ruled_out(cmp):
             break
         n *= 2
         a, b = rt.measure_pair(hunt, a, b, n)  # the extra samples interleaved: load hits both alike
-        cmp = launch_aware(hunt, a, b, alpha)
+        cmp = _ab_round(hunt, a, b, alpha, better)
     return cmp, a, b
+
+
+def _ab_round(hunt: Hunt, a: Measured, b: Measured, alpha: float, better: str | None):
+    cmp = launch_aware(hunt, a, b, alpha)
+    if better is not None:
+        fast, slow = (a, b) if better == "a" else (b, a)
+        cmp.p_shortfall = shortfall_p(
+            fast.samples, fast.groups, slow.samples, slow.groups, min_effect_pct(hunt), hunt.target.higher_is_better
+        )
+    return cmp
+
+
+def ruled_out(cmp) -> bool:
+    """Did the one-sided test rule out a gain large enough to explain the regression?"""
+    return cmp.verdict == "unknown" and cmp.p_shortfall is not None and cmp.p_shortfall <= cmp.alpha
 
 
 def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
@@ -98,10 +128,12 @@ def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
 
 def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
     """A confirmation: a fresh A/B of (label, ref) a against b, ``n`` new samples each (at least
-    5: fewer can never reach p <= 0.01 with a rank test), interleaved or in balanced launches on
-    a one-slot host, never samples from the bisection or the ledger's tests; while the answer is
-    unknown, more fresh rounds of as many again, up to three."""
-    n = max(n, 5)
+    6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01 at all, and only with
+    independent samples; in launches of two or three they count for less, and 6 + 6 still
+    reaches it at a design effect up to 1.4), interleaved or in balanced launches on a one-slot
+    host, never samples from the bisection or the ledger's tests; while the answer is unknown,
+    more fresh rounds of as many again, up to three."""
+    n = max(n, 6)
     ma, mb = rt.fresh_pair(hunt, a, b, n)
     cmp = launch_aware(hunt, ma, mb)
     for _ in range(2):
@@ -114,10 +146,13 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n:
 
 
 def _fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
-    return (
+    text = (
         f"{a.label} {a.median:.4g} vs {b.label} {b.median:.4g} {metric} ({cmp.delta_pct:+.1f}%, "
-        f"p={cmp.p_value:.2g}, {cmp.verdict})"
+        f"p={cmp.p_value:.2g}, {cmp.verdict}"
     )
+    if ruled_out(cmp):
+        text += f"; a gain that could explain the drop ruled out, p={cmp.p_shortfall:.2g}"
+    return text + ")"
 
 
 def setup_prefix(hunt: Hunt) -> str:
@@ -332,16 +367,37 @@ def _test_hardware(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
 
 def _test_env(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     group = [x for x in hunt.hypotheses if x.category == "environment" and x.status == "open"]
+    patches = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
+    if patches and _clean_clears(hunt, rt, group, patches):
+        return
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     blank = {x.subject: "" for x in group if x.subject}
     without = rt.measure(hunt, "env-blanked", "WORKTREE", env=blank)
-    cmp, now2, without = ab(hunt, rt, now, without, "now", "env-blanked")
+    cmp, now2, without = ab(hunt, rt, now, without, "now", "env-blanked", better="b")
     text = _fmt(cmp, now2, without, hunt.target.metric)
     if explains(hunt, cmp, without, now2):
         _verdict(group, "supported", text, [now2.id, without.id])
         _localize_env(hunt, rt, group, now2)
     else:
         _verdict(group, "refuted", text, [now2.id, without.id])
+
+
+def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[Hypothesis]) -> bool:
+    """One A/B for every environment and patch suspect at once: now vs HEAD (no uncommitted
+    change) with the tuning variables blanked. On a one-slot host each A/B costs launches; when
+    the clean state is no faster, both groups are refuted by this one experiment instead of two.
+    When it is faster, each group is tested on its own as before (returns False)."""
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    blank = {x.subject: "" for x in env if x.subject}
+    clean = rt.measure(hunt, "clean", "HEAD", env=blank)
+    cmp, now, clean = ab(hunt, rt, now, clean, "now", "clean", better="b")
+    text = _fmt(cmp, now, clean, hunt.target.metric)
+    if explains(hunt, cmp, clean, now):
+        rt.say(hunt, "localize", f"HEAD with the tuning variables blanked is faster ({text}): each group on its own")
+        return False
+    why = f"one A/B for {len(env)} variable(s) and {len(patches)} changed file(s), HEAD with the variables blanked: "
+    _verdict(env + patches, "refuted", why + text, [now.id, clean.id])
+    return True
 
 
 def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:
@@ -351,7 +407,7 @@ def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measure
     alpha = 0.01 / max(1, len(group))
     for h in group:
         one = rt.measure(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
-        cmp, now, one = ab(hunt, rt, now, one, "now", one.label, alpha=alpha)
+        cmp, now, one = ab(hunt, rt, now, one, "now", one.label, alpha=alpha, better="b")
         if explains(hunt, cmp, one, now):
             h.status, h.reason, h.evidence = "supported", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
         else:
@@ -362,7 +418,7 @@ def _test_uncommitted(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     group = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     head = rt.measure(hunt, "HEAD", "HEAD")
-    cmp, head, now = ab(hunt, rt, head, now, "HEAD", "now")
+    cmp, head, now = ab(hunt, rt, head, now, "HEAD", "now", better="a")
     text = _fmt(cmp, head, now, hunt.target.metric)
     if explains(hunt, cmp, head, now):
         _verdict(group, "supported", text, [head.id, now.id])
@@ -401,7 +457,7 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
 def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     good = rt.measure(hunt, "good-candidate", hunt.good_candidate)  # type: ignore[arg-type]
     head = rt.measure(hunt, "HEAD", "HEAD")
-    cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD")
+    cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a")
     text = _fmt(cmp, good, head, hunt.target.metric)
     status = "supported" if explains(hunt, cmp, good, head) else "refuted"
     _verdict([h], status, text, [good.id, head.id])
@@ -411,7 +467,7 @@ def _test_config(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     t = hunt.target
     cur = rt.measure(hunt, "launch-now", "HEAD")
     old = rt.measure(hunt, "launch-good", "HEAD", launch=t.good_launch)
-    cmp, old, cur = ab(hunt, rt, old, cur, "launch-good", "launch-now")
+    cmp, old, cur = ab(hunt, rt, old, cur, "launch-good", "launch-now", better="a")
     text = _fmt(cmp, old, cur, t.metric)
     flags_now, flags_good = set(shlex.split(t.launch)), set(shlex.split(t.good_launch or ""))
     diff = sorted(f for f in (flags_now ^ flags_good) if f.startswith("--"))
@@ -441,7 +497,11 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         good,
         head,
         rt.probe_fn(hunt, seen),
-        BisectConfig(higher_is_better=hunt.target.higher_is_better, verify=bool(hunt.rejected_culprits)),
+        BisectConfig(
+            higher_is_better=hunt.target.higher_is_better,
+            verify=bool(hunt.rejected_culprits),
+            known_ref_samples=_known_samples(hunt, good, head),
+        ),
     )
     known = {m.ref for m in hunt.measurements}
     for sha, got in seen.items():
@@ -449,6 +509,14 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
             rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
     hunt.culprits = [c.sha for c in res.culprits]
     return parents, res
+
+
+def _known_samples(hunt: Hunt, good: str, head: str) -> int:
+    """Samples the hunt already holds of both ends as the bisection probes them (the target's
+    launch, no env or patch change): the history A/B's, reused as the references."""
+    plain = [m for m in hunt.measurements if m.launch == hunt.target.launch and not m.env]
+    have = {ref: max((len(m.samples) for m in plain if m.ref == ref), default=0) for ref in (good, head)}
+    return min(have.values())
 
 
 def subject_of(hunt: Hunt, rt: Runtime, sha: str) -> str:

@@ -103,3 +103,21 @@ def test_a_reference_that_cannot_be_measured_stops_the_bisection():
     probe, _ = noisy(lambda s: 100.0, 0.05, 7, frozenset({shas[-1]}))
     with pytest.raises(BisectError, match="bad reference c0008 cannot be measured"):
         bisect(parents, shas[0], shas[-1], probe)
+
+
+def test_references_the_caller_holds_are_kept_at_their_size_when_they_separate_the_ends():
+    """A hunt's history A/B already measured both ends: on a one-slot host each top-up to ten
+    samples is a launch, so clearly separated references stay at the size the caller holds."""
+    shas, parents = chain(8)
+    probe, calls = noisy(lambda s: 100 * (0.7 if int(s[1:]) >= 5 else 1), 0.03, 2)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(known_ref_samples=5, verify=False))
+    assert [c.sha for c in res.culprits] == ["c0005"]
+    ends = [n for sha, n in calls if sha in (shas[0], shas[-1])]
+    assert sum(ends) == 10  # the five each the caller holds (read, not re-measured), no top-up
+
+
+def test_references_that_do_not_separate_clearly_are_topped_up_to_the_usual_size():
+    shas, parents = chain(8)
+    probe, calls = noisy(lambda s: 100 * (0.9 if int(s[1:]) >= 5 else 1), 0.08, 2)
+    bisect(parents, shas[0], shas[-1], probe, BisectConfig(known_ref_samples=5))
+    assert sum(n for sha, n in calls if sha == shas[0]) >= BisectConfig().ref_samples

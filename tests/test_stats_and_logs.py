@@ -65,3 +65,36 @@ def test_the_log_parser_reads_args_throughput_and_verify_time():
     assert log.throughput == [93.10, 94.90]
     assert log.verify_ms == [19.10, 19.30]
     assert log.accept_len == [1.96, 2.01]
+
+
+def test_a_gain_too_small_to_explain_the_drop_is_ruled_out_before_the_two_sided_test_decides():
+    """'blanked env 54 vs now 57, p=0.3': a +9 % gain of the blanked side is implausible, and
+    the hypothesis that needs it is refuted without another round of launches."""
+    from tools.stats import shortfall_p
+
+    rng = np.random.default_rng(4)
+    now = list(rng.normal(57.5, 2.5, 5))
+    blanked = list(rng.normal(54.2, 2.5, 5))
+    assert shortfall_p(blanked, [5], now, [5], 9.0) <= 0.01
+    # A real gain of that size is never ruled out.
+    fixed = list(rng.normal(57.5 * 1.35, 2.5, 5))
+    assert shortfall_p(fixed, [5], now, [5], 9.0) > 0.5
+    # Lower is better (a latency): the better side is the lower one.
+    assert shortfall_p([100.0, 101, 99, 100, 102], [5], [100.0, 99, 101, 100, 98], [5], 9.0, False) <= 0.01
+    assert shortfall_p([70.0, 71, 69, 70, 72], [5], [100.0, 99, 101, 100, 98], [5], 9.0, False) > 0.5
+
+
+def test_the_design_effect_counts_correlated_launches_but_two_launches_a_side_barely_move_the_prior():
+    from tools.stats import PRIOR_RHO, design_effect
+
+    rng = np.random.default_rng(0)
+    # Two launches a side whose offsets look huge: on their own they would say "a launch is one
+    # sample" (design effect 3 at three samples a launch); two degrees of freedom only pull the
+    # prior part of the way.
+    two_each = [[[100.0, 100.1, 100.0], [110.0, 110.1, 110.0]], [[90.0, 90.1, 90.0], [80.0, 80.1, 80.0]]]
+    assert 1 + 2 * PRIOR_RHO < design_effect(*two_each) <= 1 + 2 * (2 * 1.0 + 4 * PRIOR_RHO) / 6 + 1e-9
+    # Many launches whose offsets dwarf the sample noise: samples of one launch are nearly copies.
+    offsets = [[list(100 + off + rng.normal(0, 0.1, 4)) for off in rng.normal(0, 10, 12)] for _ in range(2)]
+    assert design_effect(*offsets) > 3.0
+    # The same data on one launch per side: nothing to tell launch spread from sample noise.
+    assert design_effect([[1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0]]) == 1.0

@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from tools.stats import compare
+from tools.stats import compare, noise_sd
 
 
 class ProbeError(RuntimeError):
@@ -84,6 +84,11 @@ class BisectConfig(BaseModel):
     alpha: float = 0.001
     beta: float = 0.001
     ref_samples: int = 10  # per reference (good, bad): they shape the densities every probe is tested against
+    # Samples of each reference the caller already holds (an A/B of the two ends): when they
+    # tell the ends apart beyond doubt, the references stay at that size instead of ref_samples
+    # (on a one-slot host each top-up is a launch).
+    known_ref_samples: int = 0
+    clear_gap_sd: float = 6.0  # "beyond doubt": the medians this many noise sds apart, p <= 0.01
     initial_samples: int = 3  # per probe, then +2 at a time (a sequential test needs few)
     step_samples: int = 2
     max_samples: int = 48
@@ -107,6 +112,7 @@ class _Samples:
         self.lock = threading.Lock()
         self.total = 0
         self.fresh_total = 0
+        self.ref_n = 0  # samples per reference (good, bad), set by bisect()
 
     def fresh(self, sha: str, n: int) -> list[float]:
         """n new samples (never cached ones), which then join the commit's samples."""
@@ -214,12 +220,15 @@ def bisect(
     Raises BisectError when good or bad cannot be measured; ``on_record`` sees each probe."""
     cfg = cfg or BisectConfig()
     samples = _Samples(_oriented(probe, cfg.higher_is_better), cfg.sandwich_samples)
+    samples.ref_n = cfg.ref_samples
     # Good first: a caller that just measured the known-good state often still has its server up.
+    if cfg.known_ref_samples >= cfg.sandwich_samples:
+        for ref, name in ((good, "good"), (bad, "bad")):
+            _reference(samples, ref, name, cfg.known_ref_samples)
+        if _clearly_apart(samples.data[good], samples.data[bad], cfg.clear_gap_sd):
+            samples.ref_n = cfg.known_ref_samples
     for ref, name in ((good, "good"), (bad, "bad")):
-        try:
-            samples.ensure(ref, cfg.ref_samples)
-        except ProbeError as exc:
-            raise BisectError(f"the {name} reference {ref[:10]} cannot be measured: {exc}") from exc
+        _reference(samples, ref, name, samples.ref_n)
     records: list[ProbeRecord] = []
     skipped: set[str] = set()
     culprits: list[Culprit] = []
@@ -287,6 +296,23 @@ def bisect(
     )
 
 
+def _reference(samples: _Samples, ref: str, name: str, n: int) -> None:
+    try:
+        samples.ensure(ref, n)
+    except ProbeError as exc:
+        raise BisectError(f"the {name} reference {ref[:10]} cannot be measured: {exc}") from exc
+
+
+def _clearly_apart(good: list[float], bad: list[float], gap_sd: float) -> bool:
+    """Do the references' samples already separate the two ends beyond doubt (every probe is
+    tested against them: their densities must be clear)? A significant rank test *and* medians
+    ``gap_sd`` robust noise sds apart."""
+    a, b = np.asarray(good, dtype=float), np.asarray(bad, dtype=float)
+    sd = noise_sd(a, b)
+    gap = abs(float(np.median(a)) - float(np.median(b)))
+    return compare(a, b, alpha=0.01, interval=False).verdict == "different" and gap >= gap_sd * sd > 0
+
+
 def _oriented(probe: Probe, higher_is_better: bool) -> Probe:
     if higher_is_better:
         return probe
@@ -299,7 +325,7 @@ def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig) ->
     A lenient rank test (p <= 0.01) on the samples already taken: a false "yes" only costs a
     search, because every further culprit must pass its own verification sandwich."""
     a = samples.data.get(culprit, [])
-    b = samples.ensure(bad, max(len(a), cfg.ref_samples))
+    b = samples.ensure(bad, max(len(a), samples.ref_n))
     if len(a) < 3:
         return False
     c = compare(a, b, alpha=0.01, interval=False)
@@ -319,8 +345,8 @@ def _search(
 ) -> tuple[list[str] | None, int]:
     cand = graph.anc[bad]  # the culprit is bad or one of its ancestors in range
     known_bad = {bad}
-    samples.ensure(good, cfg.ref_samples)
-    samples.ensure(bad, cfg.ref_samples)
+    samples.ensure(good, samples.ref_n)
+    samples.ensure(bad, samples.ref_n)
     rounds = 0
     with ThreadPoolExecutor(max_workers=max(1, cfg.k)) as pool:
         while True:
@@ -395,8 +421,8 @@ def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig)
         except ProbeError:
             return "skip", len(samples.data.get(sha, [])), None, None, True
         # The references grow with the probe once it outgrows them (rank tests stay balanced).
-        g = samples.ensure(good, max(cfg.ref_samples, n))
-        b = samples.ensure(bad, max(cfg.ref_samples, n))
+        g = samples.ensure(good, max(samples.ref_n, n))
+        b = samples.ensure(bad, max(samples.ref_n, n))
         verdict, p_g, p_b, confident = _classify(g, b, c, cfg, at_cap=n >= cfg.max_samples)
         if verdict is not None:
             return verdict, len(c), p_g, p_b, confident
