@@ -2,10 +2,13 @@
 
 perf-sleuth reads these annotations: ``launch_command`` (a template with ``{worktree}`` and
 ``{port}``), ``benchmark_command`` (a ``sleuth bench`` line: ``--model``, ``--requests``,
-``--max-tokens``, ``--time-scale``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
+``--max-tokens``, ``--time-scale``, and the workload's shape ``--concurrency``, ``--input-len``,
+``--request-rate``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
 ``good_launch_command``, ``repo``, ``summary``, and for the host ``slots`` (servers it holds at
 once), ``launch_timeout`` and ``sample_timeout`` (seconds) and ``setup`` (a per-probe build
-command); the label ``metric`` names the metric.
+command); the label ``metric`` names the metric (a name of ``BenchResult.metrics()``: ``tok_per_s``,
+``output_throughput``, ``p99_ttft_ms``, ...) and the annotation ``direction`` (``higher_is_better``
+or ``lower_is_better``) its direction when the name does not say it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shlex
 from pathlib import Path
 
 from tools.bench import BenchConfig
+from tools.metric import higher_is_better
 
 
 class AlertError(ValueError):
@@ -52,9 +56,32 @@ def bench_config(annotations: dict[str, str], where: str = "alert") -> BenchConf
             requests=int(opts.get("--requests", 4)),
             max_tokens=int(opts.get("--max-tokens", 64)),
             time_scale=float(opts.get("--time-scale", 1.0)),
+            concurrency=int(opts.get("--concurrency", 1)),
+            input_len=int(opts["--input-len"]) if "--input-len" in opts else None,
+            request_rate=float(opts["--request-rate"]) if "--request-rate" in opts else None,
         )
     except (KeyError, ValueError) as exc:
         raise AlertError(f"{where}: annotations.benchmark_command unusable ({exc})") from exc
+
+
+def metric_direction(labels: dict[str, str], annotations: dict[str, str], where: str = "alert") -> tuple[str, bool]:
+    """(metric, higher is better) of an alert: the label ``metric`` (default ``tok_per_s``), its
+    direction from the annotation ``direction`` or else from its name; AlertError when neither
+    says it."""
+    metric = labels.get("metric", "tok_per_s")
+    direction = annotations.get("direction")
+    if direction is not None:
+        if direction not in ("higher_is_better", "lower_is_better"):
+            raise AlertError(
+                f"{where}: annotations.direction: {direction!r} is not higher_is_better or lower_is_better"
+            )
+        return metric, direction == "higher_is_better"
+    known = higher_is_better(metric)
+    if known is None:
+        raise AlertError(
+            f"{where}: labels.metric: cannot tell which way '{metric}' is better; add annotations.direction"
+        )
+    return metric, known
 
 
 def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:

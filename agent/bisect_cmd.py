@@ -15,8 +15,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent.alerts import AlertError, bench_options, host_settings, read_alert
+from agent.alerts import AlertError, bench_config, bench_options, host_settings, metric_direction, read_alert
 from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
+from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
 from tools.git import GitError, open_repo
@@ -68,7 +69,9 @@ def bisect_cmd(
     requests: Annotated[int, typer.Option(min=1, help="requests per sample")] = 2,
     max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens per request")] = 32,
     time_scale: Annotated[float, typer.Option(min=0.0001, help="lab servers' clock scale")] = 1.0,
-    metric: Annotated[str, typer.Option(help="tok_per_s | output_tok_per_s | ttft_s | latency_s")] = "tok_per_s",
+    metric: MetricOpt = None,
+    metric_regex: MetricRegexOpt = None,
+    bench_output: BenchOutputOpt = None,
     alert: Annotated[Path | None, typer.Option(help="take launch, benchmark and good ref from an alert")] = None,
     host: Annotated[str | None, typer.Option(help="ssh host or ~/.ssh/config alias (default: this machine)")] = None,
     known_hosts: Annotated[Path | None, typer.Option(help="known_hosts file for --host")] = None,
@@ -78,7 +81,7 @@ def bisect_cmd(
     bench: Annotated[
         str | None, typer.Option(help="instead of a server: a command run in {worktree} that prints one number")
     ] = None,
-    lower_is_better: Annotated[bool, typer.Option(help="with --bench: the number is a time")] = False,
+    lower_is_better: DirectionOpt = None,
     pool: Annotated[Path | None, typer.Option(help="pool.toml: hosts that each measure probes in their clone")] = None,
     ray_node: Annotated[
         list[str] | None,
@@ -95,11 +98,13 @@ def bisect_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Find the commit(s) that changed a benchmark metric between GOOD and BAD, with statistics."""
-    if metric not in ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s"):
-        bad_input(f"--metric: unknown metric '{metric}'")
+    shape: dict = {}
     if alert is not None:
         try:
-            ann, _labels = read_alert(alert)
+            ann, labels = read_alert(alert)
+            if metric is None and lower_is_better is None and not bench:
+                metric, higher_from_alert = metric_direction(labels, ann, str(alert))
+                lower_is_better = not higher_from_alert
         except AlertError as exc:
             bad_input(f"--alert: {exc}")
         launch = launch or ann.get("launch_command")
@@ -110,6 +115,11 @@ def bisect_cmd(
         requests = int(opts.get("--requests", requests))
         max_tokens = int(opts.get("--max-tokens", max_tokens))
         time_scale = float(opts.get("--time-scale", time_scale))
+        if "benchmark_command" in ann and "--model" in opts:
+            try:
+                shape = bench_config(ann, str(alert)).model_dump(include={"concurrency", "input_len", "request_rate"})
+            except AlertError as exc:
+                bad_input(f"--alert: {exc}")
         try:
             on_host = host_settings(ann, str(alert))
         except AlertError as exc:
@@ -134,9 +144,13 @@ def bisect_cmd(
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
+    chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
+    if chosen.warning and not json_out:
+        console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)
+    higher = chosen.higher_is_better
     if bench:
-        workload, launch = Workload(command=bench, metric="value"), ""
-        higher = not lower_is_better
+        workload = Workload(command=bench, metric=chosen.metric, metric_regex=chosen.regex, output=chosen.output)
+        launch = ""
     else:
         workload = Workload(
             bench=BenchConfig(
@@ -145,10 +159,10 @@ def bisect_cmd(
                 requests=requests,
                 max_tokens=max_tokens,
                 time_scale=time_scale,
+                **shape,
             ),
-            metric=metric,
+            metric=chosen.metric,
         )
-        higher = metric in ("tok_per_s", "output_tok_per_s")
     assert launch is not None
     probes = _pool(pool, ray_node, ray_address, workdir)
     if probes is not None and k == 1:

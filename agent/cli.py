@@ -61,18 +61,32 @@ def progress(transient: bool = True, disable: bool = False) -> Progress:
     )
 
 
-def bench_table(res: BenchResult) -> Table:
+def bench_table(res: BenchResult, metric: str | None = None) -> Table:
+    """The run's metrics under bench_serving's names (what ``--metric`` and alerts use)."""
     t = Table(title=f"{res.config.model} @ {res.config.endpoint}", show_header=True)
     t.add_column("metric")
     t.add_column("value", justify="right")
-    t.add_row("decode tok/s", f"{res.tok_per_s:.2f}")
-    t.add_row("output tok/s (incl. prefill)", f"{res.output_tok_per_s:.2f}")
-    for name, p in (("TTFT", res.ttft_s), ("ITL", res.itl_s), ("latency", res.latency_s)):
-        t.add_row(f"{name} p50 / p90 / p99 (ms)", f"{p.p50 * 1e3:.1f} / {p.p90 * 1e3:.1f} / {p.p99 * 1e3:.1f}")
+    m = res.metrics()
+    rows = [
+        ("tok_per_s", "decode tok/s"),
+        ("output_throughput", "output tok/s (incl. prefill)"),
+        ("request_throughput", "requests/s"),
+    ]
+    for name, label in rows:
+        t.add_row(f"{label}  [dim]{name}[/dim]", f"{m[name]:.2f}", style="bold" if name == metric else None)
+    for kind in ("ttft", "itl", "tpot", "e2e_latency"):
+        names = [f"{s}_{kind}_ms" for s in ("mean", "median", "p90", "p99")]
+        if names[0] in m:
+            bold = metric in names
+            t.add_row(
+                f"{kind} mean / median / p90 / p99 (ms)  [dim]{{mean,median,p90,p99}}_{kind}_ms[/dim]",
+                " / ".join(f"{m[n]:.1f}" for n in names),
+                style="bold" if bold else None,
+            )
     if res.verify_ms is not None:
-        t.add_row("verify time (server log, ms)", f"{res.verify_ms:.2f}")
+        t.add_row("verify time (server log, ms)  [dim]verify_ms[/dim]", f"{res.verify_ms:.2f}")
     if res.accept_len is not None:
-        t.add_row("accept length (server log)", f"{res.accept_len:.2f}")
+        t.add_row("accept length (server log)  [dim]accept_length[/dim]", f"{res.accept_len:.2f}")
     t.add_row("requests ok / failed", f"{len(res.samples) - res.errors} / {res.errors}")
     return t
 
@@ -89,9 +103,20 @@ def bench(
     time_scale: Annotated[float, typer.Option(min=0.0001, help="lab servers: their clock scale (1.0 for real)")] = 1.0,
     server_log: Annotated[Path | None, typer.Option(help="server log to read verify time from")] = None,
     timeout: Annotated[float, typer.Option(help="per-request timeout, seconds")] = 120.0,
-    json_out: Annotated[bool, typer.Option("--json", help="print the full result as JSON")] = False,
+    input_len: Annotated[int | None, typer.Option(min=1, help="prompt of about this many tokens")] = None,
+    request_rate: Annotated[
+        float | None, typer.Option(min=0.0001, help="requests per second, Poisson arrivals (default: all at once)")
+    ] = None,
+    metric: Annotated[
+        str | None, typer.Option(help="print this metric's value last (p99_ttft_ms, output_throughput, ...)")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the full result as JSON (with `metrics`)")] = False,
 ) -> None:
-    """Benchmark an OpenAI-compatible endpoint: tok/s, TTFT, ITL and latency percentiles."""
+    """Benchmark an OpenAI-compatible endpoint: tok/s, TTFT, ITL, TPOT and latency percentiles."""
+    from tools.bench import SERVER_METRICS
+
+    if metric is not None and metric not in SERVER_METRICS:
+        bad_input(f"--metric: '{metric}' is not a metric sleuth bench measures (e.g. p99_ttft_ms, output_throughput)")
     if api not in ("completions", "chat"):
         bad_input(f"--api: must be 'completions' or 'chat', not '{api}'")
     if not endpoint.startswith(("http://", "https://")):
@@ -109,15 +134,20 @@ def bench(
         time_scale=time_scale,
         timeout_s=timeout,
         server_log=server_log,
+        input_len=input_len,
+        request_rate=request_rate,
         **({"prompt": prompt} if prompt else {}),
     )
     with progress() as bar:
         task = bar.add_task("benchmark", total=requests)
         res = run_bench(cfg, on_done=lambda _s: bar.advance(task))
+    values = res.metrics() if res.errors < len(res.samples) else {}
     if json_out:
-        print_json(res.model_dump(mode="json"))
+        print_json(res.model_dump(mode="json") | {"metrics": values})
     else:
-        out.print(bench_table(res))
+        out.print(bench_table(res, metric))
+        if metric is not None and metric in values:
+            out.print(f"{metric}: {values[metric]:.6g}")
     if res.errors == len(res.samples):
         console.print(f"[red]all {res.errors} requests failed:[/red] {res.samples[0].error}")
         raise typer.Exit(1)

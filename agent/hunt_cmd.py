@@ -17,13 +17,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agent.alerts import AlertError, bench_config, host_settings, read_alert
+from agent.alerts import AlertError, bench_config, host_settings, metric_direction, read_alert
 from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
 from agent.graph import Decision, Hunter
 from agent.llm_policy import settings_for
+from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from agent.report import verdict, write_report
 from agent.state import Budget, Hunt, LLMSettings, Target, new_run_id
-from tools.bench import BenchConfig
+from tools.bench import SERVER_METRICS, BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
@@ -129,6 +130,9 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
         good = float(ann["good_value"]) if "good_value" in ann else None
         bad = float(ann["bad_value"]) if "bad_value" in ann else None
         host_fields = host_settings(ann, str(path))
+        metric, higher = metric_direction(labels, ann, str(path))
+        if metric not in SERVER_METRICS:
+            raise AlertError(f"{path}: labels.metric: '{metric}' is not a metric sleuth bench measures")
     except AlertError as exc:
         bad_input(f"--alert: {exc}")
     except ValueError as exc:
@@ -139,7 +143,8 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
         launch=ann["launch_command"],
         good_launch=ann.get("good_launch_command"),
         workload=bench,
-        metric=labels.get("metric", "tok_per_s"),
+        metric=metric,
+        higher_is_better=higher,
         good_ref=ann.get("good_ref"),
         good_value=good,
         bad_value=bad,
@@ -242,7 +247,10 @@ def hunt_cmd(
     bench: Annotated[
         str | None, typer.Option(help="instead of a server: a command run in {worktree} that prints one number")
     ] = None,
-    lower_is_better: Annotated[bool, typer.Option(help="the number is a time or a latency")] = False,
+    metric: MetricOpt = None,
+    metric_regex: MetricRegexOpt = None,
+    bench_output: BenchOutputOpt = None,
+    lower_is_better: DirectionOpt = None,
     good: Annotated[str | None, typer.Option(help="known-good ref")] = None,
     good_value: Annotated[float | None, typer.Option(help="the metric's good value")] = None,
     served_model: Annotated[str | None, typer.Option(help="the served model's name, for the benchmark")] = None,
@@ -292,18 +300,24 @@ def hunt_cmd(
             target.good_ref = good
         if launch:
             target.launch = launch
-        if lower_is_better:
-            target.higher_is_better = False
+        if metric is not None or lower_is_better is not None:
+            chosen = resolve_metric(metric or target.metric, metric_regex, bench_output, lower_is_better, None)
+            target.metric, target.higher_is_better = chosen.metric, chosen.higher_is_better
     elif bench is not None:
         if not repo:
             bad_input("--repo: required")
         if not good:
             bad_input("--good: required with --bench (or give --alert)")
+        chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
+        if chosen.warning and not json_out:
+            console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)
         target = Target(
             repo=repo or "",
             command=bench,
-            metric="value",
-            higher_is_better=not lower_is_better,
+            metric=chosen.metric,
+            metric_regex=chosen.regex,
+            bench_output=chosen.output,
+            higher_is_better=chosen.higher_is_better,
             good_ref=good,
             good_value=good_value,
         )
@@ -311,12 +325,14 @@ def hunt_cmd(
         for flag, value in (("--repo", repo), ("--launch", launch), ("--served-model", served_model)):
             if not value:
                 bad_input(f"{flag}: required (or give --bench, or --alert)")
+        chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, None)
         target = Target(
             repo=repo or "",
             launch=launch or "",
             good_ref=good,
             good_value=good_value,
-            higher_is_better=not lower_is_better,
+            metric=chosen.metric,
+            higher_is_better=chosen.higher_is_better,
             workload=BenchConfig(
                 endpoint="http://unset/v1",
                 model=served_model or "",

@@ -52,7 +52,12 @@ def verdict(hunt: Hunt) -> dict:
     return {
         "run_id": hunt.run_id,
         "status": hunt.status,
-        "target": {"repo": hunt.target.repo, "host": hunt.target.host, "metric": hunt.target.metric},
+        "target": {
+            "repo": hunt.target.repo,
+            "host": hunt.target.host,
+            "metric": hunt.target.metric,
+            "higher_is_better": hunt.target.higher_is_better,
+        },
         "root_cause": root,
         "regression": hunt.regression,
         "hypotheses": hyps,
@@ -209,7 +214,7 @@ def plot(hunt: Hunt, path: Path) -> None:
         ax.axhline(hunt.target.bad_value, color="#c23b22", linestyle="--", label=f"alert bad {hunt.target.bad_value:g}")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)  # type: ignore[attr-defined]
-    ax.set_ylabel(hunt.target.metric)
+    ax.set_ylabel(f"{hunt.target.metric} ({'higher' if hunt.target.higher_is_better else 'lower'} is better)")
     ax.set_title(f"hunt {hunt.run_id}: {hunt.root_summary[:70]}", fontsize=9)
     if hunt.target.good_value or hunt.target.bad_value:
         ax.legend(fontsize=8)

@@ -140,7 +140,10 @@ class Runtime:
         self.run_dir = run_dir
         self.target = hunt.target
         self.cassette = cassette
-        self.workload = Workload(bench=hunt.target.workload, metric=hunt.target.metric, command=hunt.target.command)
+        t = hunt.target
+        self.workload = Workload(
+            bench=t.workload, metric=t.metric, command=t.command, metric_regex=t.metric_regex, output=t.bench_output
+        )
         self.records: list[ToolRecord] = []
         self.on_event = on_event
         self._llm: LLM | None = None

@@ -41,7 +41,9 @@ class Target(BaseModel):
     good_launch: str | None = None  # the launch that produced the good value, when it differs
     workload: BenchConfig | None = None  # the benchmark against the launched server...
     command: str | None = None  # ...or a command run in the worktree that prints one number
-    metric: str = "tok_per_s"
+    metric: str = "tok_per_s"  # a name BenchResult.metrics() gives; with ``command``: a JSON key, or "value"
+    metric_regex: str | None = None  # with ``command``: the number in its plain-text output
+    bench_output: str | None = None  # with ``command``: the file it writes (relative to the worktree)
     higher_is_better: bool = True
     good_ref: str | None = None
     good_value: float | None = None

@@ -32,6 +32,26 @@ DEFAULT_PROMPT = (
 )
 
 
+# Every name ``BenchResult.metrics()`` can give (what a server workload's metric may be).
+SERVER_METRICS = frozenset(
+    {
+        "tok_per_s",
+        "output_tok_per_s",
+        "output_throughput",
+        "request_throughput",
+        "ttft_s",
+        "latency_s",
+        "verify_ms",
+        "accept_length",
+    }
+    | {
+        f"{s}_{k}_ms"
+        for s in ("mean", "median", "std", "p90", "p95", "p99")
+        for k in ("ttft", "itl", "tpot", "e2e_latency")
+    }
+)
+
+
 class BenchConfig(BaseModel):
     endpoint: str = Field(description="base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:30000/v1")
     model: str
@@ -45,6 +65,19 @@ class BenchConfig(BaseModel):
     api_key: str = "EMPTY"
     server_log: Path | None = None
     fail_fast: bool = False  # after a failed request, send no more (a hung server costs one timeout, not N)
+    # The workload's shape, as bench_serving's --random-input / --max-concurrency / --request-rate:
+    input_len: int | None = Field(default=None, ge=1, description="prompt of about this many tokens")
+    request_rate: float | None = Field(default=None, gt=0, description="requests/s, Poisson arrivals")
+
+
+def prompt_of(tokens: int) -> str:
+    """A prompt of about ``tokens`` tokens (four characters a token, as BPE vocabularies give on
+    English text): the default prompt repeated and cut."""
+    chars = 4 * tokens
+    text = DEFAULT_PROMPT
+    while len(text) < chars:
+        text += " " + DEFAULT_PROMPT
+    return text[:chars]
 
 
 class RequestSample(BaseModel):
@@ -89,6 +122,49 @@ class BenchResult(BaseModel):
     server_tok_per_s: list[float] = []
     verify_ms: float | None = None
     accept_len: float | None = None
+
+    def metrics(self) -> dict[str, float]:
+        """Every metric of this run by name: ``sglang.bench_serving``'s names where they mean the
+        same thing (``output_throughput``, ``request_throughput``, ``{mean,median,std,p90,p95,p99}_
+        {ttft,itl,tpot,e2e_latency}_ms``), plus ``tok_per_s`` (decode rate) and the older names
+        ``output_tok_per_s``, ``ttft_s`` and ``latency_s`` (medians, seconds). What an alert, a
+        hunt's ``--metric`` and ``sleuth bench --json`` (``metrics``) use."""
+        ok = [s for s in self.samples if s.ok]
+        out: dict[str, float] = {
+            "tok_per_s": self.tok_per_s,
+            "output_tok_per_s": self.output_tok_per_s,
+            "output_throughput": self.output_tok_per_s,
+            "request_throughput": len(ok) / self.duration_s if self.duration_s > 0 else 0.0,
+            "ttft_s": self.ttft_s.p50,
+            "latency_s": self.latency_s.p50,
+        }
+        per_kind = {
+            "ttft": [s.ttft_s for s in ok],
+            "itl": [x for s in ok for x in s.itl_s],
+            "tpot": [s.decode_s / (s.completion_tokens - 1) for s in ok if s.completion_tokens > 1],
+            "e2e_latency": [s.latency_s for s in ok],
+        }
+        for kind, seconds in per_kind.items():
+            if not seconds:
+                continue
+            ms = np.asarray(seconds, dtype=float) * 1000
+            out[f"mean_{kind}_ms"] = float(ms.mean())
+            out[f"median_{kind}_ms"] = float(np.median(ms))
+            out[f"std_{kind}_ms"] = float(ms.std())
+            for q in (90, 95, 99):
+                out[f"p{q}_{kind}_ms"] = float(np.percentile(ms, q))
+        if self.verify_ms is not None:
+            out["verify_ms"] = self.verify_ms
+        if self.accept_len is not None:
+            out["accept_length"] = self.accept_len
+        return out
+
+    def metric(self, name: str) -> float:
+        """One metric by name; a clear error naming the ones there are."""
+        values = self.metrics()
+        if name not in values:
+            raise KeyError(f"no metric '{name}' (known: {', '.join(sorted(values))})")
+        return values[name]
 
 
 class _FileLog:
@@ -165,6 +241,18 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     )
 
 
+def _arrivals(cfg: BenchConfig) -> list[float]:
+    """When each request is sent (wall seconds after the start): all at once, or Poisson arrivals
+    at ``request_rate`` per simulated second (seeded: the same schedule every sample, so a rate
+    is part of the workload, not a source of noise). Concurrency still caps the requests in flight."""
+    if cfg.request_rate is None:
+        return [0.0] * cfg.requests
+    rng = np.random.default_rng(0)
+    gaps = rng.exponential(1.0 / cfg.request_rate, cfg.requests) * cfg.time_scale
+    gaps[0] = 0.0
+    return list(np.cumsum(gaps))
+
+
 class LogSource(Protocol):
     """Where the server's log can be read from (a ``tools.server.Server``, local or over SSH)."""
 
@@ -186,7 +274,14 @@ def run_bench(
     lock = threading.Lock()
     failed = threading.Event()
 
+    if cfg.input_len is not None:
+        cfg = cfg.model_copy(update={"prompt": prompt_of(cfg.input_len)})
+    arrivals = _arrivals(cfg)
+
     def task(i: int) -> RequestSample:
+        wait = arrivals[i] - (time.perf_counter() - start)
+        if wait > 0:
+            time.sleep(wait)
         if cfg.fail_fast and failed.is_set():
             return RequestSample(index=i, ok=False, error="not sent: an earlier request failed")
         s = _one(client, cfg, i)

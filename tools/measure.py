@@ -48,6 +48,7 @@ from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
 from tools.git import CliGit
 from tools.host import Host, HostError
+from tools.metric import MetricError, MetricSpec
 from tools.server import Server, ServerError, launch, reap
 from tools.serverlog import first_failure
 from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
@@ -94,8 +95,10 @@ class Workload(BaseModel):
     run in the state's worktree (``{worktree}`` filled) whose output's last number is the sample."""
 
     bench: BenchConfig | None = None
-    metric: str = "tok_per_s"
+    metric: str = "tok_per_s"  # with ``command``: a key of the JSON it writes, or "value" (see tools.metric)
     command: str | None = None
+    metric_regex: str | None = None  # with ``command``: the number in its plain-text output
+    output: str | None = None  # with ``command``: the file it writes, relative to the worktree
 
     def key(self) -> str:
         bench = (
@@ -103,7 +106,13 @@ class Workload(BaseModel):
             if self.bench
             else None
         )
-        return json.dumps({"bench": bench, "metric": self.metric, "command": self.command}, sort_keys=True)
+        extra = {"regex": self.metric_regex, "output": self.output} if self.metric_regex or self.output else {}
+        return json.dumps({"bench": bench, "metric": self.metric, "command": self.command, **extra}, sort_keys=True)
+
+    def reader(self) -> MetricSpec:
+        """How a command's sample is read (a server's comes from ``BenchResult.metrics()``)."""
+        name = None if self.metric == "value" or self.metric_regex else self.metric
+        return MetricSpec(name=name, regex=self.metric_regex, output=self.output)
 
 
 class State(BaseModel):
@@ -358,19 +367,34 @@ class Measurer:
     def _run_command(self, worktree: str, workload: Workload, state: State) -> tuple[float, float | None]:
         assert workload.command is not None
         cmd = workload.command.replace("{worktree}", shlex.quote(worktree))
+        out = f"{worktree}/{workload.output}" if workload.output else None
+        if "{out}" in cmd:  # a fresh result file per sample, in the scratch worktree
+            out = f"{worktree}/.sleuth-bench-{uuid.uuid4().hex[:8]}.json"
+            cmd = cmd.replace("{out}", shlex.quote(out))
+        if out is not None:  # sglang appends to its --output-file: start from none
+            self.host.run(["rm", "-f", out], timeout=30)
         t0 = time.monotonic()
         res = self.host.run(
             cmd, cwd=worktree, env=state.env or None, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
         )
-        numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", res.stdout)
         if res.timed_out and self._at_deadline():
             raise Deadline("the wall-time budget ran out during a benchmark command")
-        if not res.ok or not numbers:
-            why = "timed out" if res.timed_out else f"exit {res.exit_code}" if not res.ok else "printed no number"
-            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
+        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
+        if not res.ok:
+            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
             raise ProbeError(f"benchmark command {why} in {worktree}: {tail[0][:200]}")
+        try:
+            written = None
+            if out is not None:
+                got = self.host.run(["cat", out], timeout=30)
+                if not got.ok:
+                    raise MetricError(f"the benchmark did not write its output file {workload.output or '{out}'}")
+                written = got.stdout
+            value = workload.reader().read(res.stdout, written)
+        except MetricError as exc:
+            raise ProbeError(f"benchmark command in {worktree}: {exc}") from None
         self._sample_s.append(time.monotonic() - t0)
-        return float(numbers[-1]), None
+        return value, None
 
     def _sample(self, server: Server, workload: Workload, state: State) -> tuple[float, float | None]:
         assert workload.bench is not None
@@ -385,9 +409,10 @@ class Measurer:
                 raise Deadline(f"the wall-time budget ran out while sampling {state.label}")
             self._broken_on_request(server, state, res.samples[0].error or "", timeout)
         self._sample_s.append(time.monotonic() - t0)
-        value = getattr(res, workload.metric)
-        if workload.metric in ("ttft_s", "latency_s"):
-            value = value.p50
+        try:
+            value = res.metric(workload.metric)
+        except KeyError as exc:
+            raise ProbeError(f"sampling {state.label}: {exc.args[0]}") from None
         return float(value), res.verify_ms
 
     def _broken_on_request(self, server: Server, state: State, error: str, timeout: float) -> None:

@@ -12,9 +12,9 @@ repo = "/srv/sglang"
 host = "gpu-node-1"           # an ssh alias; omit for this machine
 launch = "..."                # default: the alert's annotations.launch_command
 benchmark = "sleuth bench --model M --requests 8 --max-tokens 256"   # default: annotations.benchmark_command
-metric = "tok_per_s"          # default: the alert's label ``metric``
+metric = "tok_per_s"          # default: the alert's label ``metric`` (p99_ttft_ms, output_throughput, ...)
 good_value = 94.0             # default: annotations.good_value
-lower_is_better = false
+lower_is_better = false       # default: the alert's annotations.direction, else from the metric's name
 good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else the reflog
 slots = 1                     # servers the host holds at once (default: the alert's, else 1)
 launch_timeout = 1800         # seconds from launch to healthy (default: the alert's, else 1800)
@@ -33,9 +33,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from agent.state import Budget
+from tools.bench import SERVER_METRICS
+from tools.metric import higher_is_better
 from tools.validation import load_toml_model
 
 
@@ -54,7 +56,7 @@ class ServeTarget(BaseModel):
     benchmark: str | None = None
     metric: str | None = None
     good_value: float | None = None
-    lower_is_better: bool = False
+    lower_is_better: bool | None = None
     good_ref: str | None = None
     slots: int | None = Field(default=None, ge=1)
     launch_timeout: float | None = Field(default=None, gt=0)
@@ -63,6 +65,15 @@ class ServeTarget(BaseModel):
     model: str | None = None
     base_url: str | None = None
     budget: Budget = Budget()
+
+    @model_validator(mode="after")
+    def _known_metric(self) -> ServeTarget:
+        if self.metric is not None:
+            if self.metric not in SERVER_METRICS:
+                raise ValueError(f"metric: '{self.metric}' is not a metric sleuth bench measures")
+            if self.lower_is_better is None and higher_is_better(self.metric) is None:
+                raise ValueError(f"lower_is_better: needed, the name '{self.metric}' does not say which way is better")
+        return self
 
     def matches(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match.items())
@@ -85,6 +96,8 @@ class ServeTarget(BaseModel):
                 ann[key] = value
         if self.metric:
             lab["metric"] = self.metric
+        if self.lower_is_better is not None:
+            ann["direction"] = "lower_is_better" if self.lower_is_better else "higher_is_better"
         return lab, ann
 
 

@@ -240,8 +240,6 @@ def _target_args(t: ServeTarget) -> list[str]:
     ):
         if value:
             args += [flag, value]
-    if t.lower_is_better:
-        args.append("--lower-is-better")
     b = t.budget
     args += ["--max-probes", str(b.max_probes), "--max-wall", str(b.max_wall_s), "--samples", str(b.samples)]
     return args

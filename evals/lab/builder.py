@@ -327,9 +327,12 @@ def launch_command(spec: Scenario, host: Path, flags: list[str]) -> str:
 
 def benchmark_command(spec: Scenario) -> str:
     a = spec.alert
+    shape = f" --concurrency {a.concurrency}" if a.concurrency > 1 else ""
+    shape += f" --input-len {a.input_len}" if a.input_len else ""
+    shape += f" --request-rate {a.request_rate:g}" if a.request_rate else ""
     return (
         f"sleuth bench --endpoint http://127.0.0.1:{{port}}/v1 --model {shlex.quote(spec.system.model)} "
-        f"--requests {a.requests} --max-tokens {a.max_tokens} --time-scale {spec.time_scale} --json"
+        f"--requests {a.requests} --max-tokens {a.max_tokens}{shape} --time-scale {spec.time_scale} --json"
     )
 
 
@@ -350,7 +353,7 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         "description": f"{a.metric} fell from {a.good:g} to {a.bad:g} ({(a.bad - a.good) / a.good * 100:+.1f}%)",
         "good_value": f"{a.good:g}",
         "bad_value": f"{a.bad:g}",
-        "direction": "higher_is_better",
+        "direction": "higher_is_better" if a.higher_is_better else "lower_is_better",
         "repo": str(final_root / "repo"),
         "launch_command": launch_command(spec, final_root / "host", spec.launch.flags),
         "benchmark_command": benchmark_command(spec),

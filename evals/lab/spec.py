@@ -17,6 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evals.lab.recipes import KERNELS, SITES, TEMPLATES
+from tools.bench import SERVER_METRICS
+from tools.metric import higher_is_better
 
 
 class SpecError(ValueError):
@@ -237,13 +239,32 @@ class Alert(_Strict):
     name: str = "ThroughputRegression"
     host: str = "gpu-node-1"
     service: str = "minisglang"
-    metric: Literal["tok_per_s"] = "tok_per_s"
+    # A name sleuth bench measures (tools.bench.SERVER_METRICS): tok_per_s, output_throughput,
+    # p99_ttft_ms, median_itl_ms, p99_tpot_ms, p99_e2e_latency_ms, ...; its direction from its name.
+    metric: str = "tok_per_s"
     good: float = Field(gt=0)
     bad: float = Field(gt=0)
     summary: str | None = None
     give_good_ref: bool = False
     requests: int = Field(default=4, ge=1)
     max_tokens: int = Field(default=64, ge=1)
+    # The workload's shape (bench_serving's --max-concurrency, --random-input, --request-rate).
+    concurrency: int = Field(default=1, ge=1, le=256)
+    input_len: int | None = Field(default=None, ge=1, le=100_000)
+    request_rate: float | None = Field(default=None, gt=0)
+
+    @field_validator("metric")
+    @classmethod
+    def _measured(cls, v: str) -> str:
+        if v not in SERVER_METRICS:
+            raise ValueError(f"'{v}' is not a metric sleuth bench measures (e.g. tok_per_s, p99_ttft_ms)")
+        if higher_is_better(v) is None:
+            raise ValueError(f"'{v}' does not say which way is better")
+        return v
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(higher_is_better(self.metric))
 
 
 class Truth(_Strict):
