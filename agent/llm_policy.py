@@ -196,7 +196,7 @@ class LLMPolicy(Methodical):
         else:  # hardware (its reading is the evidence), dependency (no A/B here)
             hunt.confirmation = {"ok": True, "text": f"no A/B for a {k} cause: the model's evidence stands"}
             return True
-        cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label)
+        cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label, better="b")
         ok = explains(hunt, cmp, fixed, now)
         return _record_confirmation(hunt, rt, ok, cmp, _fmt(cmp, now, fixed, hunt.target.metric), [now.id, fixed.id])
 

@@ -269,7 +269,7 @@ class Surface:
         a, b = self._find(args.a), self._find(args.b)
         if a.id == b.id:
             raise ToolInputError("a and b are the same measurement")
-        cmp, a, b = ab(h, self.rt, a, b, a.label, b.label)
+        cmp, a, b = ab(h, self.rt, a, b, a.label, b.label, better="either")
         faster, slower = (a, b) if (a.median > b.median) == h.target.higher_is_better else (b, a)
         return {
             "a": self._show(a),

@@ -92,7 +92,8 @@ def ab(
     explain the regression. Then an unknown answer whose one-sided test already rules out a gain
     of the smallest effect that matters stops there (``p_shortfall`` <= alpha): more samples, a
     launch or more on a one-slot host, could only make a difference too small to matter
-    significant."""
+    significant. "either": no side is named (a model's compare); the test is on the side that
+    measures better so far (the other one is further still from such a gain)."""
     cmp = _ab_round(hunt, a, b, alpha, better)
     n = len(a.samples)
     for _ in range(2):
@@ -106,6 +107,8 @@ def ab(
 
 def _ab_round(hunt: Hunt, a: Measured, b: Measured, alpha: float, better: str | None):
     cmp = launch_aware(hunt, a, b, alpha)
+    if better == "either":
+        better = "a" if _better(hunt, a, b) else "b"
     if better is not None:
         fast, slow = (a, b) if better == "a" else (b, a)
         cmp.p_shortfall = shortfall_p(
@@ -211,24 +214,26 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
     hunt.reproduced = now.id
     noise = now.cv * 100
     if t.good_value:
-        drop = (t.good_value - now.median) / t.good_value * 100 * (1 if t.higher_is_better else -1)
+        change = (now.median - t.good_value) / t.good_value * 100  # the metric's own change, signed
+        drop = -change if t.higher_is_better else change  # how much worse, in the metric's direction
         hunt.regression = {
             "metric": t.metric,
             "good": t.good_value,
             "bad": round(now.median, 3),
-            "delta_pct": round(-drop, 2),
+            "delta_pct": round(change, 2),
             "noise_cv_pct": round(noise, 2),
         }
+        worse = "" if drop >= 0 else ", better than the alert's good value"
         rt.say(
             hunt,
             "reproduce",
-            f"now {now.median:.4g} vs alert good {t.good_value:g}: {-drop:+.1f}% (noise CV {noise:.1f}%)",
+            f"now {now.median:.4g} vs alert good {t.good_value:g}: {change:+.1f}%{worse} (noise CV {noise:.1f}%)",
         )
         if drop < 3.0 or now.ci_low <= t.good_value <= now.ci_high:
             hunt.root_kind, hunt.root_summary = (
                 "none",
                 (
-                    f"no regression beyond noise: now {now.median:.2f} vs good {t.good_value:g} ({-drop:+.1f}%, "
+                    f"no regression beyond noise: now {now.median:.2f} vs good {t.good_value:g} ({change:+.1f}%, "
                     f"median 95% CI [{now.ci_low:.4g}, {now.ci_high:.4g}] over {len(now.samples)} samples, "
                     f"noise CV {noise:.1f}%)"
                 ),

@@ -41,7 +41,7 @@ def sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, str]:
-    """16 commits; the 9th makes prefill slower (only TTFT moves), the others touch notes."""
+    """8 commits; the 5th makes prefill slower (only TTFT moves), the others touch notes."""
     repo = tmp_path / "serving"
     repo.mkdir()
     ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
@@ -57,8 +57,8 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     git("add", ".")
     git("commit", "-qm", "init")
     culprit = ""
-    for i in range(1, 17):
-        if i == 9:
+    for i in range(1, 9):
+        if i == 5:
             (repo / "serving.py").write_text("PREFILL_MS = 62.0  # chunked prefill off by default\n")
             git("commit", "-qam", "Disable chunked prefill by default")
             culprit = git("rev-parse", "HEAD")
@@ -74,7 +74,7 @@ def test_a_p99_ttft_regression_is_hunted_on_the_key_the_benchmark_writes(repo, t
     path, culprit = repo
     before = fingerprint(path)
     proc = sleuth(
-        "hunt", "--repo", str(path), "--good", "HEAD~16",
+        "hunt", "--repo", str(path), "--good", "HEAD~8",
         "--bench", "python3 bench_serving.py --output-file {out}",
         "--metric", "p99_ttft_ms",
         "--db", str(tmp_path / "r.db"), "--json",
@@ -96,7 +96,7 @@ def test_bisect_reads_a_named_output_file_or_a_regex_of_the_table(repo, tmp_path
         ["--bench", "python3 bench_serving.py --output-file /dev/null",
          "--metric-regex", r"P99 TTFT \(ms\):\s+([\d.]+)", "--lower-is-better"],
     ):  # fmt: skip
-        proc = sleuth("bisect", "--repo", str(path), "--good", "HEAD~16", *flags, "--workdir", str(tmp_path), "--json")
+        proc = sleuth("bisect", "--repo", str(path), "--good", "HEAD~8", *flags, "--workdir", str(tmp_path), "--json")
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert [c["sha"] for c in json.loads(proc.stdout)["culprits"]] == [culprit], flags
     assert not (path / "result.jsonl").exists()  # written in the scratch worktrees only
@@ -104,9 +104,9 @@ def test_bisect_reads_a_named_output_file_or_a_regex_of_the_table(repo, tmp_path
 
 def test_without_a_metric_the_last_number_rule_warns(repo, tmp_path):
     path, _ = repo
-    proc = sleuth(
-        "bisect", "--repo", str(path), "--good", "HEAD~2",
-        "--bench", "python3 bench_serving.py --output-file /dev/null", "--workdir", str(tmp_path), "--max-wall", "3",
+    proc = sleuth_in_process(
+        "bisect", "--repo", str(path), "--good", "HEAD~1",
+        "--bench", "python3 bench_serving.py --output-file /dev/null", "--workdir", str(tmp_path), "--max-wall", "2",
     )  # fmt: skip
     assert "the last number the benchmark prints" in proc.stdout + proc.stderr
 

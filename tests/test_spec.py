@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evals.lab.demo import SEED_SPEC
@@ -54,6 +56,14 @@ def test_the_seed_spec_and_the_minimal_spec_are_valid(write_spec):
             lambda s: s.replace("add_us = 50", "add_us = 50, scale = 1.2"),
             "seed.toml: pulled[0].edits[0].effect: give exactly one of add_us or scale",
         ),
+        (
+            lambda s: s.replace("[alert]\n", '[alert]\nmetric = "p42_ttft_ms"\n'),
+            "seed.toml: alert.metric: 'p42_ttft_ms' is not a metric sleuth bench measures",
+        ),
+        (
+            lambda s: s.replace("[alert]\n", "[alert]\nconcurrency = 0\n"),
+            "seed.toml: alert.concurrency: Input should be greater than or equal to 1",
+        ),
     ],
 )
 def test_a_bad_spec_names_the_file_and_the_field(write_spec, mutate, expected):
@@ -70,3 +80,13 @@ def test_invalid_toml_and_missing_files_are_one_line_errors(write_spec, tmp_path
         load_spec(write_spec("name = [\n", name="broken.toml"))
     with pytest.raises(SpecError, match="no such file"):
         load_spec(tmp_path / "absent.toml")
+
+
+def test_every_suite_spec_is_valid_and_latency_alerts_know_their_direction():
+    suites = Path(SEED_SPEC).parents[1]
+    specs = {p.stem: load_spec(p) for p in sorted(suites.glob("*/*.toml"))}
+    assert len(specs) >= 19
+    latency = {name: s.alert for name, s in specs.items() if not s.alert.higher_is_better}
+    assert {"prefill_ttft", "verify_itl"} <= set(latency)
+    assert specs["prefill_ttft"].alert.metric == "p99_ttft_ms" and specs["prefill_ttft"].alert.input_len == 128
+    assert specs["batch_cap_under_load"].alert.concurrency == 8

@@ -413,6 +413,17 @@ def _sm120_moe_runner(text: str, n: int, salt: str) -> str:
     )
 
 
+def _batch_cap(text: str, n: int, salt: str) -> str:
+    """A smaller default decode batch: invisible to one request at a time, a queue under load
+    (requests wait for a slot; throughput and TTFT suffer at concurrency 8)."""
+    text = _replace(
+        text,
+        "    max_running_requests: int = 48\n",
+        "    max_running_requests: int = 2  # bound the decode batch: keeps ITL flat under bursts\n",
+    )
+    return _append(text, harmless_block("batch cap", max(0, n - 1), salt))
+
+
 BREAK_LINE = "_require_lora_backend()  # fails at import: the server does not start\n"
 
 
@@ -479,6 +490,7 @@ TEMPLATES: dict[str, Template] = {
         f"{STACK_PKG}/layers/attention/flashinfer_mla_backend.py", ("flashinfer_decode",), _gather_then_cast
     ),
     "sm120_moe_runner": Template(f"{STACK_PKG}/server_args.py", ("moe_experts",), _sm120_moe_runner),
+    "batch_cap": Template(f"{STACK_PKG}/server_args.py", (), _batch_cap),
     "launch_breaks": Template(f"{STACK_PKG}/server_args.py", (), _launch_breaks),
     "launch_fixed": Template(f"{STACK_PKG}/server_args.py", (), _launch_fixed),
     "crash_on_request": Template(f"{STACK_PKG}/managers/scheduler.py", (), _crash_on_request),

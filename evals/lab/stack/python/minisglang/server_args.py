@@ -18,6 +18,7 @@ class ServerArgs:
     moe_runner_backend: str = "auto"
     disable_cuda_graph: bool = False
     cuda_graph_max_bs: int = 32
+    max_running_requests: int = 48
     speculative_algorithm: str | None = None
     speculative_draft_model_path: str | None = None
     speculative_num_steps: int = 0
@@ -63,6 +64,7 @@ class ServerArgs:
                 "port",
                 "tp_size",
                 "cuda_graph_max_bs",
+                "max_running_requests",
                 "speculative_num_draft_tokens",
                 "decode_log_interval",
                 "random_seed",

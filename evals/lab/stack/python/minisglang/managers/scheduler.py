@@ -101,14 +101,16 @@ class Scheduler:
         threading.Thread(target=quit_later, daemon=True).start()
 
     def _admit(self) -> list[Req]:
+        """Waiting requests, up to ``max_running_requests`` in the decode batch; the rest wait."""
         new = []
         block = not self.running
-        while True:
+        while len(self.running) + len(new) < self.server_args.max_running_requests:
             try:
                 new.append(self.waiting.get(block=block, timeout=None if block else 0))
             except queue.Empty:
                 return new
             block = False
+        return new
 
     def event_loop(self) -> None:
         while True:
