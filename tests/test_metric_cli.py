@@ -88,17 +88,16 @@ def test_a_p99_ttft_regression_is_hunted_on_the_key_the_benchmark_writes(repo, t
     assert fingerprint(path) == before  # the {out} files lived in scratch worktrees
 
 
-def test_bisect_reads_a_named_output_file_or_a_regex_of_the_table(repo, tmp_path):
+def test_bisect_reads_the_result_file_the_benchmark_names(repo, tmp_path):
     path, culprit = repo
-    for flags in (
-        ["--bench", "python3 bench_serving.py --output-file result.jsonl", "--bench-output", "result.jsonl",
-         "--metric", "median_ttft_ms"],
-        ["--bench", "python3 bench_serving.py --output-file /dev/null",
-         "--metric-regex", r"P99 TTFT \(ms\):\s+([\d.]+)", "--lower-is-better"],
-    ):  # fmt: skip
-        proc = sleuth("bisect", "--repo", str(path), "--good", "HEAD~8", *flags, "--workdir", str(tmp_path), "--json")
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        assert [c["sha"] for c in json.loads(proc.stdout)["culprits"]] == [culprit], flags
+    # A named file (a regex of the table is read the same way: tests/test_metric.py).
+    flags = ["--bench", "python3 bench_serving.py --output-file result.jsonl", "--bench-output", "result.jsonl"]
+    proc = sleuth(
+        "bisect", "--repo", str(path), "--good", "HEAD~8", *flags, "--metric", "median_ttft_ms",
+        "--workdir", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [c["sha"] for c in json.loads(proc.stdout)["culprits"]] == [culprit]
     assert not (path / "result.jsonl").exists()  # written in the scratch worktrees only
 
 
