@@ -152,6 +152,7 @@ def main() -> None:
     launches = sum(r["cost"]["launches"] for r in rows) / len(rows)
     minutes = sum(real_minutes(r["cost"]["launches"], r["cost"]["samples"]) for r in rows) / len(rows)
     print(f"\nexact {n_exact}/{len(rows)}; mean launches {launches:.1f}, mean real-equivalent minutes {minutes:.0f}")
+    (ROOT / "bench" / "real_cost.json").write_text(json.dumps(rows, indent=1) + "\n")
     if args.skip_checks:
         return
     seed = ROOT / "evals" / "suites" / "seed" / "eagle3_pcg_moe.toml"
@@ -165,7 +166,6 @@ def main() -> None:
     cut = hunt(seed, max_wall=budget)
     print(f"wall budget: the seed took {took:.0f} s; with --max-wall {budget:g} it ended {cut['verdict']['status']} "
           f"after {cut['wall_s']:.1f} s ({(cut['wall_s'] / budget - 1) * 100:+.1f}% of the budget)")  # fmt: skip
-    (ROOT / "bench" / "real_cost.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":
