@@ -395,3 +395,19 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
         serve.terminate()
         out, _ = serve.communicate(timeout=60)
     assert serve.returncode == 0, out[-3000:]
+
+
+def test_a_target_names_a_latency_metric_and_the_alert_it_completes_carries_its_direction(tmp_path):
+    from agent.serve.config import ConfigError
+
+    base = 'token = "t"\n[[targets]]\nname = "n"\nmatch = { host = "h" }\nrepo = "/srv/r"\n'
+    (tmp_path / "t.toml").write_text(base + 'metric = "p99_ttft_ms"\n')
+    target = load_config(tmp_path / "t.toml").targets[0]
+    labels, ann = target.complete({"host": "h"}, {})
+    assert labels["metric"] == "p99_ttft_ms" and "direction" not in ann  # the hunt reads it from the name
+    (tmp_path / "t.toml").write_text(base + 'metric = "output_throughput"\nlower_is_better = true\n')
+    assert load_config(tmp_path / "t.toml").targets[0].complete({}, {})[1]["direction"] == "lower_is_better"
+    for bad, field in (('metric = "p42_ttft_ms"', "metric"), ('metric = "verify_count"', "metric")):
+        (tmp_path / "t.toml").write_text(base + bad + "\n")
+        with pytest.raises(ConfigError, match=field):
+            load_config(tmp_path / "t.toml")
