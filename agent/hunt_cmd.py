@@ -194,8 +194,8 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
                 " --reason '...')",
                 highlight=False,
             )
-    if hunt.status in ("inconclusive", "failed"):
-        raise typer.Exit(1)
+    if hunt.status in ("inconclusive", "failed") or hunt.root_kind == "external":
+        raise typer.Exit(1)  # nothing to approve: a person must look outside the repository
 
 
 DEMO_LAUNCH_SCALE = 0.02  # of the seed's simulated launch time (50 s -> 1 s simulated, 0.2 s wall)

@@ -40,7 +40,7 @@ from agent.policy import (
     tuning_vars,
 )
 from agent.runtime import RecordedError, Runtime
-from agent.state import Category, Hunt, Hypothesis, Kind, Measured
+from agent.state import Category, Hunt, Hypothesis, Measured
 from tools.bisect import ProbeError
 from tools.registry import REGISTRY
 from tools.stats import compare
@@ -111,8 +111,13 @@ class VerdictArgs(BaseModel):
     evidence: list[str] = Field(default=[], description="labels or ids of the measurements it rests on")
 
 
+# What a model may conclude: a kind its ledger can support, or "none". ``external`` is the
+# graph's own verdict when every hypothesis is refuted but the drop is real, never a model's.
+ConcludeKind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "none"]
+
+
 class ConcludeArgs(BaseModel):
-    kind: Kind
+    kind: ConcludeKind
     ref: str | None = Field(default=None, description="the exact sha, path, VAR or flag (not for 'none')")
     also: list[str] = Field(default=[], description="further culprit commits, when several are needed")
     hypothesis: str | None = Field(default=None, description="the supported hypothesis it rests on")

@@ -539,6 +539,9 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
     if not sup and history is not None:
         # The known-good ref measures like HEAD here: whatever the alert saw is not in the code,
         # the environment the launch sees, the patches or the flags.
+        if hunt.regression.get("delta_pct") is not None:
+            _external(hunt, history)  # reproduce measured a drop beyond noise: it is real
+            return
         hunt.root_kind, hunt.status = "none", "concluded"
         hunt.root_summary = (
             f"no regression between the known-good ref and now on this machine ({history.reason}); "
@@ -581,6 +584,27 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
     elif "hardware" in by:
         hunt.root_kind, hunt.root_ref = "hardware", by["hardware"].subject
         hunt.root_summary = by["hardware"].reason
+
+
+def _external(hunt: Hunt, history: Hypothesis) -> None:
+    """A drop reproduced beyond noise that nothing in the repository explains: not ``none`` (which
+    means "no regression beyond noise"), but ``external``, with what was measured and what remains
+    to look at (packages, driver, the host)."""
+    r = hunt.regression
+    refuted = [h for h in hunt.hypotheses if h.status in ("refuted", "demoted") and h.category != "history"]
+    cats = sorted({h.category for h in refuted})
+    hunt.root_kind, hunt.status = "external", "concluded"
+    hunt.root_summary = (
+        f"a real drop that nothing in the repository explains: now {r['bad']:g} vs the alert's good {r['good']:g} "
+        f"{r['metric']} ({r['delta_pct']:+.1f}%, noise CV {r['noise_cv_pct']:.1f}%), but the known-good commit "
+        f"measures like HEAD ({history.reason})"
+        + (f"; refuted too: {', '.join(cats)} ({len(refuted)} hypotheses)" if cats else "")
+        + ". What remains is outside the repository: installed packages (pip's log), the driver, the host"
+    )
+    hunt.action = Action(
+        kind="investigate",
+        detail="outside the repository: compare installed packages, driver and host with the good run",
+    )
 
 
 def confirm(hunt: Hunt, rt: Runtime) -> bool:

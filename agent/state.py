@@ -19,7 +19,7 @@ from tools.bench import BenchConfig
 Status = Literal["running", "concluded", "awaiting_approval", "inconclusive", "failed"]
 Category = Literal["hardware", "environment", "uncommitted", "history", "config", "dependencies", "code_path"]
 HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive"]
-Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "none"]
+Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "external", "none"]
 
 
 # What a run's row keeps as its input: enough to start the same hunt again (a replay).

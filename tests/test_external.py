@@ -1,0 +1,30 @@
+"""No false `none`: a drop reproduced beyond noise that nothing in the repository explains (here a
+slower runtime package installed on the host, which the policy has no hypothesis for yet) ends
+`external`, naming what was measured, with exit 1 and nothing to approve."""
+
+from __future__ import annotations
+
+import json
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import MINIMAL_SPEC, sleuth_in_process
+
+
+def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write_spec):
+    text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
+    text = text.replace('[truth]\nculprits = ["slow"]', '[truth]\nculprits = ["dep"]')
+    alert = "[alert]\ngood = 70\nbad = 60\ngive_good_ref = true\nrequests = 2"
+    text = text.replace("[alert]\ngood = 94\nbad = 70", alert)
+    text += '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\n'
+    text += 'effect = { cost = "moe_experts", scale = 3.0 }\n'
+    res = build(load_spec(write_spec(text)), tmp_path / "scenario")
+    proc = sleuth_in_process("hunt", "--alert", res.root / "alert.json", "--db", tmp_path / "r.db", "--json")
+    v = json.loads(proc.stdout)
+    assert proc.returncode == 1, v
+    assert v["status"] == "concluded" and v["root_cause"]["kind"] == "external", v["root_cause"]
+    summary = v["root_cause"]["summary"]
+    assert "the known-good commit measures like HEAD" in summary and "vs the alert's good 70" in summary
+    assert "installed packages" in summary
+    assert v["regression"]["delta_pct"] < -3
+    assert v["proposed_action"]["kind"] == "investigate"
