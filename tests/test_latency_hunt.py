@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_in_process
@@ -13,6 +15,8 @@ from tests.conftest import sleuth_in_process
 CORE = Path(__file__).parent.parent / "evals" / "suites" / "core"
 
 
+@pytest.mark.slow  # ~20 s; the core suite's latency scenarios are hunted by bench/real_cost.py and `sleuth eval`,
+# a p99 TTFT hunt with lower-is-better by test_metric_cli.py in the default run
 def test_a_p99_ttft_alert_is_hunted_on_p99_ttft(tmp_path):
     scen = build(load_spec(CORE / "prefill_ttft.toml"), tmp_path / "s")
     alert = json.loads((scen.root / "alert.json").read_text())["alerts"][0]
