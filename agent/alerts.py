@@ -44,6 +44,16 @@ def bench_options(command: str) -> dict[str, str]:
     return {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
 
 
+def workload_shape(opts: dict[str, str]) -> dict:
+    """The workload's shape a benchmark command line gives (``--concurrency``, ``--input-len``,
+    ``--request-rate``), as ``BenchConfig`` fields; ValueError on a value that is not a number."""
+    return {
+        "concurrency": int(opts.get("--concurrency", 1)),
+        "input_len": int(opts["--input-len"]) if "--input-len" in opts else None,
+        "request_rate": float(opts["--request-rate"]) if "--request-rate" in opts else None,
+    }
+
+
 def bench_config(annotations: dict[str, str], where: str = "alert") -> BenchConfig:
     """The benchmark the alert's ``benchmark_command`` describes (endpoint filled per server)."""
     if "benchmark_command" not in annotations:
@@ -56,9 +66,7 @@ def bench_config(annotations: dict[str, str], where: str = "alert") -> BenchConf
             requests=int(opts.get("--requests", 4)),
             max_tokens=int(opts.get("--max-tokens", 64)),
             time_scale=float(opts.get("--time-scale", 1.0)),
-            concurrency=int(opts.get("--concurrency", 1)),
-            input_len=int(opts["--input-len"]) if "--input-len" in opts else None,
-            request_rate=float(opts["--request-rate"]) if "--request-rate" in opts else None,
+            **workload_shape(opts),
         )
     except (KeyError, ValueError) as exc:
         raise AlertError(f"{where}: annotations.benchmark_command unusable ({exc})") from exc

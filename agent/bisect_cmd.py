@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent.alerts import AlertError, bench_config, bench_options, host_settings, metric_direction, read_alert
+from agent.alerts import AlertError, bench_options, host_settings, metric_direction, read_alert, workload_shape
 from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
@@ -115,11 +115,10 @@ def bisect_cmd(
         requests = int(opts.get("--requests", requests))
         max_tokens = int(opts.get("--max-tokens", max_tokens))
         time_scale = float(opts.get("--time-scale", time_scale))
-        if "benchmark_command" in ann and "--model" in opts:
-            try:
-                shape = bench_config(ann, str(alert)).model_dump(include={"concurrency", "input_len", "request_rate"})
-            except AlertError as exc:
-                bad_input(f"--alert: {exc}")
+        try:
+            shape = workload_shape(opts)
+        except ValueError as exc:
+            bad_input(f"--alert: {alert}: annotations.benchmark_command unusable ({exc})")
         try:
             on_host = host_settings(ann, str(alert))
         except AlertError as exc:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tools.bench import BenchConfig, BenchResult, run_bench
+from tools.bench import SERVER_METRICS, BenchConfig, BenchResult, run_bench
 
 app = typer.Typer(
     name="sleuth",
@@ -113,8 +113,6 @@ def bench(
     json_out: Annotated[bool, typer.Option("--json", help="print the full result as JSON (with `metrics`)")] = False,
 ) -> None:
     """Benchmark an OpenAI-compatible endpoint: tok/s, TTFT, ITL, TPOT and latency percentiles."""
-    from tools.bench import SERVER_METRICS
-
     if metric is not None and metric not in SERVER_METRICS:
         bad_input(f"--metric: '{metric}' is not a metric sleuth bench measures (e.g. p99_ttft_ms, output_throughput)")
     if api not in ("completions", "chat"):

@@ -375,11 +375,7 @@ def _test_env(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     patches = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
     if patches and _clean_clears(hunt, rt, group, patches):
         return
-    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    blank = {x.subject: "" for x in group if x.subject}
-    without = rt.measure(hunt, "env-blanked", "WORKTREE", env=blank)
-    cmp, now2, without = ab(hunt, rt, now, without, "now", "env-blanked", better="b")
-    text = _fmt(cmp, now2, without, hunt.target.metric)
+    cmp, now2, without, text = _blanked_vs_now(hunt, rt, "env-blanked", "WORKTREE", group)
     if explains(hunt, cmp, without, now2):
         _verdict(group, "supported", text, [now2.id, without.id])
         _localize_env(hunt, rt, group, now2)
@@ -387,16 +383,21 @@ def _test_env(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         _verdict(group, "refuted", text, [now2.id, without.id])
 
 
+def _blanked_vs_now(hunt: Hunt, rt: Runtime, label: str, ref: str, env: list[Hypothesis]):
+    """A/B: what was reproduced ("now") vs ``ref`` with the suspected variables blanked, the
+    blanked side the one that must be better; (comparison, now, blanked, its text)."""
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    blanked = rt.measure(hunt, label, ref, env={x.subject: "" for x in env if x.subject})
+    cmp, now, blanked = ab(hunt, rt, now, blanked, "now", label, better="b")
+    return cmp, now, blanked, _fmt(cmp, now, blanked, hunt.target.metric)
+
+
 def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[Hypothesis]) -> bool:
     """One A/B for every environment and patch suspect at once: now vs HEAD (no uncommitted
     change) with the tuning variables blanked. On a one-slot host each A/B costs launches; when
     the clean state is no faster, both groups are refuted by this one experiment instead of two.
     When it is faster, each group is tested on its own as before (returns False)."""
-    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    blank = {x.subject: "" for x in env if x.subject}
-    clean = rt.measure(hunt, "clean", "HEAD", env=blank)
-    cmp, now, clean = ab(hunt, rt, now, clean, "now", "clean", better="b")
-    text = _fmt(cmp, now, clean, hunt.target.metric)
+    cmp, now, clean, text = _blanked_vs_now(hunt, rt, "clean", "HEAD", env)
     if explains(hunt, cmp, clean, now):
         rt.say(hunt, "localize", f"HEAD with the tuning variables blanked is faster ({text}): each group on its own")
         return False

@@ -116,6 +116,18 @@ def sleuth_in_process(*args: str):
 BENCH = "import random, lib; print(lib.COST * random.gauss(1, 0.005))\n"
 
 
+def git_in(repo: Path):
+    """``git(*args) -> stdout`` in ``repo`` with a test identity (raises on a failing command)."""
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *ident, *args], check=True, capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+
+    return git
+
+
 @pytest.fixture
 def tiny(tmp_path) -> tuple[Path, str]:
     """A project that is not a server: its benchmark is a command printing one number (a probe
@@ -123,13 +135,7 @@ def tiny(tmp_path) -> tuple[Path, str]:
     (repo, good sha)."""
     repo = tmp_path / "tiny"
     repo.mkdir()
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-
-    def git(*a: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), *ident, *a], check=True, capture_output=True, text=True
-        ).stdout.strip()
-
+    git = git_in(repo)
     git("init", "-q")
     (repo / "bench.py").write_text(BENCH)
     (repo / "lib.py").write_text("COST = 1.0\n")

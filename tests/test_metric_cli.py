@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.conftest import git_in, sleuth_exe, sleuth_in_process
 from tests.test_agent import fingerprint
 
 BENCH = '''"""Like sglang.bench_serving: print the result table, append one JSON line to --output-file."""
@@ -44,13 +44,7 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     """8 commits; the 5th makes prefill slower (only TTFT moves), the others touch notes."""
     repo = tmp_path / "serving"
     repo.mkdir()
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-
-    def git(*a: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), *ident, *a], check=True, capture_output=True, text=True
-        ).stdout.strip()
-
+    git = git_in(repo)
     git("init", "-q")
     (repo / "serving.py").write_text("PREFILL_MS = 40.0\n")
     (repo / "bench_serving.py").write_text(BENCH)

@@ -53,7 +53,6 @@ from tools.server import Server, ServerError, launch, reap
 from tools.serverlog import first_failure
 from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
 
-METRICS = ("tok_per_s", "output_tok_per_s", "ttft_s", "latency_s")
 # What a launch that finds the GPUs taken prints (SGLang, vLLM, the lab): not the state's fault.
 _NO_CAPACITY = re.compile(r"occupied by other processes|Free memory on device|Not enough memory|out of memory", re.I)
 
@@ -372,7 +371,7 @@ class Measurer:
             out = f"{worktree}/.sleuth-bench-{uuid.uuid4().hex[:8]}.json"
             cmd = cmd.replace("{out}", shlex.quote(out))
         if out is not None:  # sglang appends to its --output-file: start from none
-            self.host.run(["rm", "-f", out], timeout=30)
+            self.host.run(["rm", "-f", out], timeout=self._bound(30))
         t0 = time.monotonic()
         res = self.host.run(
             cmd, cwd=worktree, env=state.env or None, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
@@ -386,7 +385,7 @@ class Measurer:
         try:
             written = None
             if out is not None:
-                got = self.host.run(["cat", out], timeout=30)
+                got = self.host.run(["cat", out], timeout=self._bound(30))
                 if not got.ok:
                     raise MetricError(f"the benchmark did not write its output file {workload.output or '{out}'}")
                 written = got.stdout

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -72,10 +71,6 @@ class MetricSpec(BaseModel):
                 why = str(exc).splitlines()[0].rstrip(":")
                 raise ValueError(f"'{self.name}' is not a JSON key or path ({why})") from None
         return self
-
-    @property
-    def named(self) -> bool:
-        return bool(self.name or self.regex)
 
     def read(self, stdout: str, written: str | None = None) -> float:
         """The sample: from ``written`` (the output file's text) when the benchmark wrote one,
@@ -139,15 +134,3 @@ def _by_regex(pattern: str, text: str) -> float:
     if not found:
         raise MetricError(f"metric-regex '{pattern}' matched '{raw}', which holds no number")
     return float(found.group(0))
-
-
-def read_output_file(path: Path, since: float | None = None) -> str:
-    """The text of a benchmark's output file; an error when it is missing or was not written by
-    this run (its modification time before ``since``: a stale result is not a sample)."""
-    try:
-        st = path.stat()
-    except OSError:
-        raise MetricError(f"the benchmark did not write its output file {path}") from None
-    if since is not None and st.st_mtime < since - 1.0:
-        raise MetricError(f"the output file {path} was not written by this run (stale)")
-    return path.read_text(errors="replace")
