@@ -5,8 +5,9 @@ perf-sleuth reads these annotations: ``launch_command`` (a template with ``{work
 ``--max-tokens``, ``--time-scale``, and the workload's shape ``--concurrency``, ``--input-len``,
 ``--request-rate``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
 ``good_launch_command``, ``repo``, ``summary``, and for the host ``slots`` (servers it holds at
-once), ``launch_timeout`` and ``sample_timeout`` (seconds) and ``setup`` (a per-probe build
-command); the label ``metric`` names the metric (a name of ``BenchResult.metrics()``: ``tok_per_s``,
+once), ``launch_timeout`` and ``sample_timeout`` (seconds), ``setup`` (a per-probe build
+command) and ``trace_paths`` (true: launches print the modules they import, so commits that touch
+none are not bisected); the label ``metric`` names the metric (a name of ``BenchResult.metrics()``: ``tok_per_s``,
 ``output_throughput``, ``p99_ttft_ms``, ...) and the annotation ``direction`` (``higher_is_better``
 or ``lower_is_better``) its direction when the name does not say it.
 """
@@ -94,7 +95,8 @@ def metric_direction(labels: dict[str, str], annotations: dict[str, str], where:
 
 def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
     """The host's settings an alert may carry, as ``Target`` fields: ``slots``, ``launch_timeout_s``,
-    ``sample_timeout_s`` (positive numbers) and ``setup``; AlertError names a bad one."""
+    ``sample_timeout_s`` (positive numbers), ``setup`` and ``trace_paths`` (true or false);
+    AlertError names a bad one."""
     out: dict = {}
     for key, field, kind in (
         ("slots", "slots", int),
@@ -113,4 +115,9 @@ def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
             out[field] = value
     if annotations.get("setup"):
         out["setup"] = annotations["setup"]
+    if "trace_paths" in annotations:
+        word = annotations["trace_paths"].strip().lower()
+        if word not in ("true", "false", "1", "0", "yes", "no"):
+            raise AlertError(f"{where}: annotations.trace_paths: {annotations['trace_paths']!r} is not true or false")
+        out["trace_paths"] = word in ("true", "1", "yes")
     return out

@@ -36,6 +36,14 @@ LaunchTimeoutOpt = Annotated[
     float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
 ]
 SetupOpt = Annotated[str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")]
+TracePathsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--trace-paths/--no-trace-paths",
+        help="launches print the modules they import, so commits touching none are not bisected "
+        "(default: a benchmark command is traced by one extra run per end, launches are not)",
+    ),
+]
 out = Console()
 
 

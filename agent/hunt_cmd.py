@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.alerts import AlertError, bench_config, host_settings, metric_direction, read_alert
-from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
+from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, TracePathsOpt, app, bad_input, console, out, print_json
 from agent.graph import Decision, Hunter
 from agent.llm_policy import settings_for
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
@@ -268,6 +268,7 @@ def hunt_cmd(
         float | None, typer.Option(min=0.001, help="seconds per sample (default: 10x the slowest sample seen)")
     ] = None,
     setup: SetupOpt = None,
+    trace_paths: TracePathsOpt = None,
     max_probes: Annotated[int, typer.Option(min=1)] = 20,
     max_wall: Annotated[float, typer.Option(min=0.001, help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
@@ -347,6 +348,7 @@ def hunt_cmd(
         ("launch_timeout_s", launch_timeout),
         ("sample_timeout_s", sample_timeout),
         ("setup", setup),
+        ("trace_paths", trace_paths),
     ):
         if value is not None:
             setattr(target, field, value)

@@ -403,6 +403,9 @@ def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[
         return False
     why = f"one A/B for {len(env)} variable(s) and {len(patches)} changed file(s), HEAD with the variables blanked: "
     _verdict(env + patches, "refuted", why + text, [now.id, clean.id])
+    # The variables change nothing that matters: the history A/B and the bisection run with them
+    # blanked too, so this clean HEAD is already the history's HEAD (one launch fewer).
+    hunt.probe_env = {x.subject: "" for x in env if x.subject}
     return True
 
 
@@ -461,10 +464,14 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
 
 
 def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
-    good = rt.measure(hunt, "good-candidate", hunt.good_candidate)  # type: ignore[arg-type]
-    head = rt.measure(hunt, "HEAD", "HEAD")
+    """The known-good commit vs HEAD, both under the bisection's environment (``probe_env``)."""
+    env = hunt.probe_env or None
+    good = rt.measure(hunt, "good-candidate", hunt.good_candidate, env=env)  # type: ignore[arg-type]
+    head = rt.measure(hunt, "HEAD", "HEAD", env=env)
     cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a")
     text = _fmt(cmp, good, head, hunt.target.metric)
+    if env:
+        text += f"; both with {', '.join(sorted(env))} blanked (they change nothing: see the clean A/B)"
     status = "supported" if explains(hunt, cmp, good, head) else "refuted"
     _verdict([h], status, text, [good.id, head.id])
 
@@ -493,7 +500,10 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     good, head = rt.resolve(hunt, good_ref), rt.resolve(hunt, bad_ref)
     hunt.good_candidate = hunt.good_candidate or good
     parents = rt.rev_list(hunt, good, head)
-    rt.say(hunt, "localize", f"bisecting {len(parents)} commits {good[:10]}..{head[:10]}")
+    no_ops = _prune(hunt, rt, good, head, parents)
+    rt.say(
+        hunt, "localize", f"bisecting {len(parents) - len(no_ops)} of {len(parents)} commits {good[:10]}..{head[:10]}"
+    )
     # No sandwich on the first bisection: the confirmation A/B (HEAD vs HEAD with the culprit
     # reverted) proves the same thing more directly. After a failed confirmation the second
     # bisection verifies each culprit against its parent with more samples.
@@ -506,7 +516,8 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         BisectConfig(
             higher_is_better=hunt.target.higher_is_better,
             verify=bool(hunt.rejected_culprits),
-            known_ref_samples=_known_samples(hunt, good, head),
+            known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
+            no_ops=no_ops,
         ),
     )
     known = {m.ref for m in hunt.measurements}
@@ -517,10 +528,29 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     return parents, res
 
 
-def _known_samples(hunt: Hunt, good: str, head: str) -> int:
+def _prune(hunt: Hunt, rt: Runtime, good: str, head: str, parents: dict[str, list[str]]) -> list[str]:
+    """The commits of the range that touch no file the workload executes (``tools.codepath``):
+    the bisection neither probes nor blames them. Listed on the hunt with the reason."""
+    paths = rt.code_paths(hunt, good, head)
+    if not paths["traced"]:
+        rt.say(hunt, "localize", f"no code-path pruning: {paths['why']}")
+        return []
+    pruned = [c for c in paths["commits"] if c["pruned"] and c["sha"] in parents]
+    hunt.pruned = [{"sha": c["sha"], "files": c["files"], "reason": c["reason"]} for c in pruned]
+    if pruned:
+        listed = "; ".join(f"{c['sha'][:10]} ({c['reason']})" for c in pruned)
+        rt.say(
+            hunt,
+            "localize",
+            f"{len(pruned)} of {len(parents)} commits touch no executed file ({paths['why']}): {listed}",
+        )
+    return [c["sha"] for c in pruned]
+
+
+def _known_samples(hunt: Hunt, good: str, head: str, launch: str) -> int:
     """Samples the hunt already holds of both ends as the bisection probes them (the target's
-    launch, no env or patch change): the history A/B's, reused as the references."""
-    plain = [m for m in hunt.measurements if m.launch == hunt.target.launch and not m.env]
+    launch under ``probe_env``, no patch): the history A/B's, reused as the references."""
+    plain = [m for m in hunt.measurements if m.launch == launch and m.env == hunt.probe_env]
     have = {ref: max((len(m.samples) for m in plain if m.ref == ref), default=0) for ref in (good, head)}
     return min(have.values())
 
@@ -560,11 +590,15 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         subject = subject_of(hunt, rt, hunt.culprits[0])
         hunt.root_kind, hunt.root_ref = "commit", hunt.culprits[0]
         hunt.root_summary = f'{hunt.culprits[0][:10]} "{subject}"'
-        h.reason += f"; bisection: {len(parents)} commits, {res.probes} probes, {res.samples} samples -> " + ", ".join(
-            f"{c.sha[:10]} ({c.delta_pct:+.1f}% vs parent, verified={c.verified})"
-            if c.delta_pct is not None
-            else c.sha[:10]
-            for c in res.culprits
+        pruned = f" ({len(hunt.pruned)} pruned: no executed file)" if hunt.pruned else ""
+        h.reason += (
+            f"; bisection: {len(parents)} commits{pruned}, {res.probes} probes, {res.samples} samples -> "
+            + ", ".join(
+                f"{c.sha[:10]} ({c.delta_pct:+.1f}% vs parent, verified={c.verified})"
+                if c.delta_pct is not None
+                else c.sha[:10]
+                for c in res.culprits
+            )
         )
         rt.say(hunt, "localize", f"culprit {hunt.root_summary}")
     elif "environment" in by:

@@ -22,7 +22,8 @@ CATEGORY_NAMES = {
 def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
     proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens; cost:
-    launches, samples, device_s, build_s; broken: the states that did not serve or build)."""
+    launches, samples, device_s, build_s; broken: the states that did not serve or build; pruned:
+    the commits the bisection left out because they touch no file the workload executes)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
@@ -67,6 +68,7 @@ def verdict(hunt: Hunt) -> dict:
         "after": hunt.after or None,
         "cost": Cost.model_validate(hunt.cost).model_dump(),
         "broken": hunt.broken,
+        "pruned": [{"sha": p["sha"], "reason": p["reason"]} for p in hunt.pruned],
         "error": hunt.error,
         "policy": hunt.policy,
         "llm": (
@@ -172,6 +174,17 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             f"| {b['label']} | `{b['ref']}` | {b['how']} | {(b.get('failure') or '-').replace('|', '/')} |"
             for b in hunt.broken
         ]
+    if hunt.pruned:
+        lines += [
+            "",
+            "## Commits not bisected (they touch no file the workload executes)",
+            "",
+            "| commit | files | why |",
+            "| --- | --- | --- |",
+        ]
+        for p in hunt.pruned:
+            files = ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else "")
+            lines.append(f"| `{p['sha'][:10]}` | {files} | {p['reason']} |")
     c = Cost.model_validate(hunt.cost)
     lines += [
         "",

@@ -25,6 +25,7 @@ from agent.llm import LLM, LLMConfig
 from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
+from tools.codepath import MAIN_GUARD, entry_modules, judge
 from tools.host import Host, LocalHost
 from tools.measure import (
     BrokenState,
@@ -169,6 +170,7 @@ class Runtime:
             launch_timeout_s=t.launch_timeout_s,
             sample_timeout_s=t.sample_timeout_s,
             setup=t.setup,
+            trace_imports=bool(t.trace_paths) and not t.command,
         )
 
     # -- the choke point -------------------------------------------------------------------------
@@ -305,6 +307,41 @@ class Runtime:
             return {}
 
         return self.observe(hunt, "server_args", {"label": label}, live)
+
+    def code_paths(self, hunt: Hunt, good: str, head: str) -> dict:
+        """Which commits of good..head touch a file the workload executes (``tools.codepath``):
+        ``{"traced": bool, "why": str, "commits": [CommitPath...]}``. A launch traced earlier in
+        the hunt gives an end's imports; a benchmark command is run once more, traced."""
+
+        def live() -> dict:
+            t, m, git = hunt.target, self.ctx.measurer, self.ctx.git
+            if t.trace_paths is False:
+                return {"traced": False, "why": "tracing is off (--no-trace-paths)", "commits": []}
+            modules: set[str] = set()
+            for ref in (good, head):
+                got = m.imports_at(ref)
+                if got is None and t.command:
+                    got = m.trace_command(ref, self.workload) or None
+                if got is None:
+                    why = (
+                        "the benchmark command imports no Python module"
+                        if t.command
+                        else f"no traced launch of {ref[:10]}"
+                        + ("" if t.trace_paths else " (launches are traced with --trace-paths)")
+                    )
+                    return {"traced": False, "why": why, "commits": []}
+                modules |= got
+            entry, scripts = entry_modules(t.command or t.launch)
+            present = git.ls_files(good) | git.ls_files(head)
+            for ref in (good, head):  # a file run as a script prints no import line
+                scripts |= git.grep_files(ref, MAIN_GUARD, "*.py")
+            commits = [
+                judge(sha, files, modules | entry, scripts, present).model_dump()
+                for sha, files in git.changed_paths(good, head).items()
+            ]
+            return {"traced": True, "why": f"{len(modules)} modules imported at the two ends", "commits": commits}
+
+        return self.observe(hunt, "code_paths", {"good": good, "head": head}, lambda: self._costed(hunt, live))
 
     def say(self, hunt: Hunt, kind: str, text: str, payload: dict | None = None) -> None:
         hunt.log(kind, text)
@@ -498,6 +535,12 @@ class Runtime:
         )
         return out
 
+    def probe_state(self, hunt: Hunt, sha: str, label: str = "bisect") -> State:
+        """A history probe's state: the target's launch under ``hunt.probe_env``."""
+        if hunt.target.command:  # a benchmark command: the env is its own
+            return State(label=label, ref=sha, launch=hunt.target.launch, env=hunt.probe_env)
+        return State(label=label, ref=sha, launch=with_env(hunt.target.launch, hunt.probe_env))
+
     def probe_fn(self, hunt: Hunt, seen: dict[str, list[float]]):
         """A bisection probe that counts new states against the hunt's budget; the samples it hands
         out are collected in ``seen`` (sha -> samples) for the record."""
@@ -506,19 +549,21 @@ class Runtime:
 
         def probe(sha: str, n: int) -> list[float]:
             nonlocal inner
-            state = State(label="bisect", ref=sha, launch=hunt.target.launch)
+            state = self.probe_state(hunt, sha)
             self._count_probe(hunt, state)  # BudgetExhausted ends the bisection (not a skip)
             self.say(hunt, "probe", f"bisect probe {sha[:10]} ({n} samples)")
 
             def live() -> dict:
                 nonlocal inner
                 if inner is None:
-                    inner = self.ctx.measurer.probe_fn(hunt.target.launch, self.workload)
+                    inner = self.ctx.measurer.probe_fn(state.launch, self.workload, state.env)
                 return {"samples": inner(sha, n)}
 
             start = handed.get(sha, 0)
             handed[sha] = start + n
-            args = {"ref": sha, "launch": hunt.target.launch, "start": start, "n": n}
+            args = {"ref": sha, "launch": state.launch, "start": start, "n": n} | (
+                {"env": state.env} if state.env else {}
+            )
             try:
                 got = self.observe(hunt, "probe", args, lambda: self._costed(hunt, live))
             except ProbeError as exc:
@@ -538,7 +583,8 @@ class Runtime:
                 id=f"m{len(hunt.measurements) + 1}",
                 label=label,
                 ref=sha,
-                launch=hunt.target.launch,
+                env=hunt.probe_env,
+                launch=self.probe_state(hunt, sha).launch,
                 samples=samples,
                 median=s.median,
                 ci_low=s.ci_low,

@@ -54,6 +54,9 @@ class Target(BaseModel):
     launch_timeout_s: float = Field(default=1800.0, gt=0)  # launch to healthy, per launch
     sample_timeout_s: float | None = Field(default=None, gt=0)  # per sample; None: derived from samples seen
     setup: str | None = None  # run in each probe's worktree before the launch (a build); failure: unbuildable
+    # Which commits can matter (tools.codepath): None: a benchmark command is traced by one extra
+    # run at each end, launches are not; True: launches print their imports too; False: never.
+    trace_paths: bool | None = None
 
 
 class Budget(BaseModel):
@@ -162,6 +165,10 @@ class Hunt(BaseModel):
     confirmation: dict = {}
     after: dict = {}
     cost: dict = {}  # launches, samples, device_s, build_s (tools.measure.Cost), summed over the run
+    # The environment the history A/B and the bisection run under: the tuning variables blanked
+    # once one A/B showed they change nothing (so that A/B's HEAD serves as the history's HEAD).
+    probe_env: dict[str, str] = {}
+    pruned: list[dict] = []  # commits not bisected: they touch no executed file (sha, files, reason)
     broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log
     action: Action | None = None

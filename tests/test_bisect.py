@@ -121,3 +121,36 @@ def test_references_that_do_not_separate_clearly_are_topped_up_to_the_usual_size
     probe, calls = noisy(lambda s: 100 * (0.9 if int(s[1:]) >= 5 else 1), 0.08, 2)
     bisect(parents, shas[0], shas[-1], probe, BisectConfig(known_ref_samples=5))
     assert sum(n for sha, n in calls if sha == shas[0]) >= BisectConfig().ref_samples
+
+
+def test_no_op_commits_are_never_probed_nor_blamed():
+    """Commits that touch no executed file (tools.codepath) cannot move the metric: the search
+    splits only the others, and a step below a no-op lands on the commit that is not one."""
+    shas, parents = chain(16)
+    no_ops = [s for s in shas[1:] if int(s[1:]) % 4 != 0]  # 12 of 16 pruned; c0004, c0008, ... stay
+    probe, calls = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 8 else 1), 0.03, 4)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(no_ops=no_ops))
+    assert [c.sha for c in res.culprits] == ["c0008"]
+    assert not {sha for sha, _ in calls} & (set(no_ops) - {shas[-1]} - {"c0007"})  # c0007: the sandwich's parent
+    assert res.probes <= 2  # 4 candidates instead of 16
+
+
+def test_a_range_whose_only_code_commit_is_below_a_no_op_head_needs_no_probe():
+    """good, one code commit, then a docs-only HEAD: the history A/B already proved the ends
+    differ, so the code commit is the culprit without a probe of its own."""
+    shas, parents = chain(2)
+    probe, calls = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 1 else 1), 0.03, 5)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(no_ops=[shas[2]], verify=False))
+    assert [c.sha for c in res.culprits] == [shas[1]]
+    assert res.probes == 0 and shas[1] not in {sha for sha, _ in calls}
+
+
+def test_a_wrong_pruning_shows_in_the_culprits_sandwich():
+    """The step is in a commit wrongly pruned as a no-op: elimination names the code commit
+    below it, and its fresh sandwich (parent vs it) does not verify it: the hunt's confirmation
+    then sends it back (see policy.confirm_failed), nothing is hidden."""
+    shas, parents = chain(4)
+    probe, _ = noisy(lambda s: 100 * (0.8 if int(s[1:]) >= 3 else 1), 0.03, 6)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(no_ops=[shas[3], shas[4]]))
+    assert [c.sha for c in res.culprits] == [shas[2]]
+    assert not res.culprits[0].verified

@@ -100,6 +100,10 @@ class BisectConfig(BaseModel):
     verify: bool = True
     sandwich_samples: int = 5  # per side: the fewest for which Mann-Whitney can reach p <= 0.01
     max_culprits: int = 4
+    # Commits known not to change the metric (they touch no file the workload executes: see
+    # tools.codepath). Never probed and never blamed: the search splits only the others, and a
+    # step between two probed commits lands on the one that is not a no-op.
+    no_ops: list[str] = []
 
 
 class _Samples:
@@ -139,7 +143,7 @@ class _Samples:
 class _Graph:
     """good..bad as bitsets: ancestors-within-range of every commit, for O(1) set algebra."""
 
-    def __init__(self, parents: dict[str, list[str]]) -> None:
+    def __init__(self, parents: dict[str, list[str]], no_ops: frozenset[str] = frozenset()) -> None:
         order = list(parents)  # newest first (topo order)
         self.index = {sha: i for i, sha in enumerate(order)}
         self.shas = order
@@ -151,6 +155,7 @@ class _Graph:
                 if p in self.index:
                     bits |= self.anc[p]
             self.anc[sha] = bits
+        self.live = ~self.mask(s for s in order if s in no_ops)  # the commits that can be culprits
 
     def members(self, bits: int) -> list[str]:
         return [s for s in self.shas if bits >> self.index[s] & 1]
@@ -240,7 +245,7 @@ def bisect(
     for _ in range(2 * cfg.max_culprits):
         if len(culprits) >= cfg.max_culprits:
             break
-        graph = _Graph(remaining)
+        graph = _Graph(remaining, frozenset(cfg.no_ops))
         if bad not in graph.index:
             break
         found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds, on_record)
@@ -382,7 +387,9 @@ def _search(
                 if verdict == "bad" and cand >> graph.index[sha] & 1:
                     cand &= graph.anc[sha]
                     known_bad.add(sha)
-    members = graph.members(cand)
+    # No-op commits stay in the graph (the step may sit below one) but are never the culprit,
+    # unless nothing else is left (then the pruning was wrong: say all of them).
+    members = graph.members(cand & graph.live) or graph.members(cand)
     if not members:
         return None, rounds
     # One member: the culprit. More: skipped commits border the oldest known-bad one, and any of
@@ -391,7 +398,9 @@ def _search(
 
 
 def _pick(graph: _Graph, cand: int, exclude: set[str], k: int) -> list[str]:
-    """Up to k commits whose ancestor counts split the candidates most evenly into k+1 parts."""
+    """Up to k commits whose ancestor counts split the candidates most evenly into k+1 parts.
+    No-op commits are neither picked nor counted: they cannot be the culprit."""
+    cand &= graph.live
     total = cand.bit_count()
     if total <= 1:
         return []

@@ -34,8 +34,10 @@ class ToolContext:
         launch_timeout_s: float = 1800.0,
         sample_timeout_s: float | None = None,
         setup: str | None = None,
+        trace_imports: bool = False,
     ) -> None:
         self.host = host or LocalHost()
+        self.trace_imports = trace_imports
         self.repo = str(repo)
         self.workdir = Path(workdir)
         self.cache = cache or MeasureCache()
@@ -63,6 +65,7 @@ class ToolContext:
             slots=self.slots,
             setup=self.setup,
             sample_timeout_s=self.sample_timeout_s,
+            trace_imports=self.trace_imports,
         )
 
     def close(self) -> None:

@@ -269,6 +269,39 @@ class CliGit:
         out = self.git(*args, f"{self.rev_parse(good)}..{self.rev_parse(bad)}").stdout
         return {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
 
+    def changed_paths(self, good: str, bad: str) -> dict[str, list[str]]:
+        """The files each commit of good..bad changes (a merge: against its first parent), in one
+        ``git log``; renames as a deletion and an addition (both paths count)."""
+        out = self.git(
+            "log",
+            "--no-renames",
+            "--name-only",
+            "--diff-merges=first-parent",
+            "--format=@@%H",
+            f"{self.rev_parse(good)}..{self.rev_parse(bad)}",
+        ).stdout
+        paths: dict[str, list[str]] = {}
+        sha = ""
+        for line in out.splitlines():
+            if line.startswith("@@"):
+                sha = line[2:].strip()
+                paths[sha] = []
+            elif line.strip() and sha:
+                paths[sha].append(line.strip())
+        return paths
+
+    def ls_files(self, ref: str) -> set[str]:
+        """Every file path in ``ref``'s tree."""
+        return set(self.git("ls-tree", "-r", "--name-only", self.rev_parse(ref)).stdout.splitlines())
+
+    def grep_files(self, ref: str, pattern: str, pathspec: str = ".") -> set[str]:
+        """The files of ``ref``'s tree whose text matches the extended regex ``pattern``."""
+        sha = self.rev_parse(ref)
+        res = self.git("grep", "-l", "-E", pattern, sha, "--", pathspec, check=False)
+        if res.exit_code not in (0, 1):  # 1: no match
+            raise GitError(f"git grep in {self.path}: {(res.stderr or res.stdout).strip()[:200]}")
+        return {line.split(":", 1)[1] for line in res.stdout.splitlines() if ":" in line}
+
     # -- probes -----------------------------------------------------------------------------
     def snapshot(self, paths: list[str] | None = None) -> str:
         """A commit object holding the working tree as it is (tracked changes and untracked files,

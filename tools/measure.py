@@ -39,13 +39,14 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
+from tools.codepath import TRACE_ENV, ImportTraces, imported_modules
 from tools.git import CliGit
 from tools.host import Host, HostError
 from tools.metric import MetricError, MetricSpec
@@ -205,8 +206,14 @@ class MeasureCache:
 class _Launched:
     """One state made ready to sample: what to close (its worktree, its server), and how to sample."""
 
-    def __init__(self, stack: ExitStack, sample: Callable[[], tuple[float, float | None]]):
-        self.stack, self.sample = stack, sample
+    def __init__(
+        self,
+        stack: ExitStack,
+        sample: Callable[[], tuple[float, float | None]],
+        ref: str = "",
+        server: Server | None = None,
+    ):
+        self.stack, self.sample, self.ref, self.server = stack, sample, ref, server
 
     def close(self) -> None:
         self.stack.close()
@@ -224,6 +231,7 @@ class Measurer:
         slots: int = 1,
         setup: str | None = None,
         sample_timeout_s: float | None = None,
+        trace_imports: bool = False,
     ) -> None:
         self.host = host
         self.git = git
@@ -233,6 +241,10 @@ class Measurer:
         self.slots = max(1, slots)
         self.setup = setup
         self.sample_timeout_s = sample_timeout_s  # None: derived from the samples seen so far
+        # Launches print the modules they import (tools.codepath), kept per commit: which
+        # commits of a range can matter at all.
+        self.trace_imports = trace_imports
+        self.traces = ImportTraces(self.log_dir.parent / "imports.json")
         self.deadline: float | None = None  # time.time() after which every wait ends (Deadline)
         self.cost = Cost()
         self.broken: dict[str, StateFailure] = {}  # cache key -> why the state did not serve or build
@@ -290,7 +302,7 @@ class Measurer:
             self._build(key, state, wt)
             if workload.command is None:
                 server = self._launch(key, state, wt, stack)
-                launched = _Launched(stack, lambda: self._sample(server, workload, state))
+                launched = _Launched(stack, lambda: self._sample(server, workload, state), state.ref, server)
             else:
                 up = time.monotonic()
                 stack.callback(lambda: self._add_device(time.monotonic() - up))
@@ -337,7 +349,7 @@ class Measurer:
                 state.launch,
                 worktree,
                 log,
-                env=state.env,
+                env={**state.env, **TRACE_ENV} if self.trace_imports else state.env,
                 host=self.host,
                 health_timeout_s=timeout,
                 pid_dir=self.pid_dir,
@@ -358,9 +370,44 @@ class Measurer:
         def stop() -> None:
             server.stop()
             self._add_device(time.monotonic() - up)
+            if self.trace_imports:
+                self._keep_trace(state.ref, server)
 
         stack.callback(stop)
         return server
+
+    def _keep_trace(self, ref: str, server: Server) -> None:
+        """The modules the stopped server imported, from its log. A log that cannot be read loses
+        the trace (no commit is then pruned), nothing else."""
+        with suppress(OSError, HostError):
+            self.traces.add(ref, imported_modules(server.log_text()))
+
+    def imports_at(self, ref: str) -> set[str] | None:
+        """The modules traced at ``ref`` so far, a server of it that is still up included."""
+        if self.trace_imports:
+            for launched in list(self._warm.values()):
+                if launched.ref == ref and launched.server is not None:
+                    self._keep_trace(ref, launched.server)
+        return self.traces.get(ref)
+
+    def trace_command(self, ref: str, workload: Workload) -> set[str]:
+        """Run the benchmark command once at ``ref`` with imports printed (not a sample: it is
+        not timed and its number is not read); the modules it imported, also kept in ``traces``."""
+        assert workload.command is not None
+        with self._lock, self.git.worktree(ref) as wt:
+            self._build(f"trace:{ref}", State(label="trace", ref=ref, launch=""), wt)
+            cmd = workload.command.replace("{worktree}", shlex.quote(wt))
+            cmd = cmd.replace("{out}", shlex.quote(f"{wt}/.sleuth-trace-{uuid.uuid4().hex[:8]}.json"))
+            t0 = time.monotonic()
+            res = self.host.run(
+                cmd, cwd=wt, env=TRACE_ENV, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
+            )
+            self._add_device(time.monotonic() - t0)
+        if res.timed_out and self._at_deadline():
+            raise Deadline("the wall-time budget ran out while tracing the benchmark command")
+        modules = imported_modules(res.stderr) | imported_modules(res.stdout)
+        self.traces.add(ref, modules)
+        return modules
 
     # -- one sample -----------------------------------------------------------------------------
     def _run_command(self, worktree: str, workload: Workload, state: State) -> tuple[float, float | None]:

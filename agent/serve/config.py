@@ -19,6 +19,7 @@ good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else 
 slots = 1                     # servers the host holds at once (default: the alert's, else 1)
 launch_timeout = 1800         # seconds from launch to healthy (default: the alert's, else 1800)
 setup = "pip install -e python/"   # run in each probe's worktree before the launch (a build)
+trace_paths = true                  # launches print their imports: commits touching none are not bisected
 policy = "methodical"
 budget = { max_probes = 20, max_wall_s = 1800, samples = 5 }
 ```
@@ -61,6 +62,7 @@ class ServeTarget(BaseModel):
     slots: int | None = Field(default=None, ge=1)
     launch_timeout: float | None = Field(default=None, gt=0)
     setup: str | None = None
+    trace_paths: bool | None = None
     policy: str = "methodical"
     model: str | None = None
     base_url: str | None = None
@@ -91,6 +93,7 @@ class ServeTarget(BaseModel):
             ("slots", None if self.slots is None else str(self.slots)),
             ("launch_timeout", None if self.launch_timeout is None else f"{self.launch_timeout:g}"),
             ("setup", self.setup),
+            ("trace_paths", None if self.trace_paths is None else str(self.trace_paths).lower()),
         ):
             if value is not None:
                 ann[key] = value

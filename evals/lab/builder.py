@@ -362,6 +362,8 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         "slots": str(max(1, spec.hardware.count // spec.system.tp)),
         # 1800 s on a real node; here in the lab's wall seconds (its clock and launch time scaled).
         "launch_timeout": f"{max(60.0, 1800 * spec.time_scale * launch_scale):g}",
+        # The lab's stack is Python and its operator (us) allows it: launches print their imports.
+        "trace_paths": "true",
     }
     if spec.launch.good_flags is not None:
         ann["good_launch_command"] = launch_command(spec, final_root / "host", spec.launch.good_flags)

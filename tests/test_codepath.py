@@ -1,0 +1,171 @@
+"""Code-path pruning: a commit that touches no file the workload executes is not bisected.
+
+The unit part reads import traces and judges commits; the end-to-end part hunts a real
+repository whose range holds docs commits, a commit to a module the benchmark never imports and
+the culprit, and checks the first two kinds are listed as pruned and never probed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git_in, sleuth_in_process
+from tools.codepath import ImportTraces, entry_modules, imported, imported_modules, judge
+
+TRACE = """\
+import time: self [us] | cumulative | imported package
+import time:       196 |        196 |   _io
+import time:       402 |        402 |   pkg.fast
+import time:       633 |       2083 | pkg
+Loading weights took 1.2 s
+"""
+
+
+def test_import_lines_are_read_from_a_log_among_other_lines():
+    assert imported_modules(TRACE) == {"_io", "pkg.fast", "pkg"}
+
+
+def test_the_trace_python_prints_is_what_it_reads():
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    res = subprocess.run(["python3", "-c", "import json"], env=env, capture_output=True, text=True, timeout=60)
+    assert {"json", "json.decoder"} <= imported_modules(res.stderr)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("python/pkg/fast.py", True),  # the import root (python/) is not known: matched by suffix
+        ("pkg/__init__.py", True),
+        ("python/pkg/slow.py", False),
+        ("docs/pkg.py", True),  # a false match only keeps a commit: never prunes one that matters
+        ("fast.py", False),
+    ],
+)
+def test_a_file_is_imported_when_its_dotted_path_ends_in_an_imported_module(path, expected):
+    assert imported(path, {"pkg", "pkg.fast"}) is expected
+
+
+def test_entry_points_of_a_command_are_executed_without_an_import_line():
+    assert entry_modules("cd {worktree} && python3 -m pkg.bench --n 3 && python ./tools/run.py") == (
+        {"pkg.bench"},
+        {"tools/run.py"},
+    )
+
+
+MODULES = {"pkg", "pkg.fast"}
+PRESENT = {"pkg/__init__.py", "pkg/fast.py", "pkg/slow.py", "bench.py", "README.md", "setup.py"}
+
+
+@pytest.mark.parametrize(
+    ("files", "pruned", "says"),
+    [
+        (["README.md", "docs/guide.rst"], True, "documentation"),
+        (["pkg/slow.py"], True, "Python imported at neither end"),
+        (["README.md", "pkg/slow.py"], True, "documentation and Python"),
+        ([], True, "changes no file"),
+        (["pkg/fast.py", "README.md"], False, "pkg/fast.py is executed"),
+        (["bench.py"], False, "bench.py is executed"),  # run as a script
+        (["setup.py"], False, "build file"),
+        (["requirements-gpu.txt"], False, "build file"),
+        (["csrc/attention.cu"], False, "native file"),
+        (["pkg/config.yaml"], False, "may be read at run time"),
+        (["pkg/gone.py"], False, "exists at neither traced end"),
+    ],
+)
+def test_a_commit_is_pruned_only_when_every_file_it_touches_cannot_matter(files, pruned, says):
+    got = judge("c0ffee", files, MODULES, {"bench.py"}, PRESENT)
+    assert got.pruned is pruned and says in got.reason
+
+
+def test_traces_survive_a_new_process_and_a_torn_file(tmp_path):
+    path = tmp_path / "imports.json"
+    ImportTraces(path).add("abc", {"pkg"})
+    ImportTraces(path).add("abc", {"pkg.fast"})
+    assert ImportTraces(path).get("abc") == {"pkg", "pkg.fast"}
+    assert ImportTraces(path).get("other") is None
+    path.write_text('{"abc": ["pk')  # killed mid-write elsewhere: start over, do not fail
+    assert ImportTraces(path).get("abc") is None
+
+
+BENCH = "import random, pkg.fast as f; print(f.COST * random.gauss(1, 0.005))\n"
+
+
+@pytest.fixture
+def noisy_range(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
+    """Ten commits after the good one: docs, tests, an unimported module, the culprit (pkg/fast.py),
+    a build file, more docs. Returns (repo, good sha, {name: sha})."""
+    repo = tmp_path / "proj"
+    (repo / "pkg").mkdir(parents=True)
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "fast.py").write_text("COST = 1.0\n")
+    (repo / "pkg" / "slow.py").write_text("def unused():\n    return 1\n")
+    (repo / "bench.py").write_text(BENCH)
+    (repo / "README.md").write_text("# proj\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    good = git("rev-parse", "HEAD")
+    shas: dict[str, str] = {}
+    steps = [
+        ("docs1", "README.md", "# proj\nmore\n"),
+        ("tests", "tests/test_x.py", "def test_x():\n    assert True\n"),
+        ("slow", "pkg/slow.py", "def unused():\n    return 2\n"),
+        ("docs2", "docs/guide.rst", "Guide\n=====\n"),
+        ("culprit", "pkg/fast.py", "COST = 1.6\n"),
+        ("build", "setup.py", "from setuptools import setup\nsetup()\n"),
+        ("docs3", "README.md", "# proj\nmore\nand more\n"),
+    ]
+    for name, path, text in steps:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        git("add", path)
+        git("commit", "-qm", name)
+        shas[name] = git("rev-parse", "HEAD")
+    return repo, good, shas
+
+
+def test_a_hunt_prunes_commits_the_benchmark_never_executes(noisy_range, tmp_path):
+    repo, good, shas = noisy_range
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better", "--db", db, "--json"
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "commit" and v["root_cause"]["ref"] == shas["culprit"]
+    pruned = {p["sha"]: p["reason"] for p in v["pruned"]}
+    assert set(pruned) == {shas[n] for n in ("docs1", "tests", "slow", "docs2", "docs3")}
+    assert "Python imported at neither end" in pruned[shas["slow"]]
+    history = next(h for h in v["hypotheses"] if h["category"] == "history")
+    assert "(5 pruned: no executed file)" in history["reason"]
+    # None of them was probed (HEAD, docs3, is measured as the bad end): the culprit and the build
+    # commit were the only candidates.
+    measured = {m["ref"] for m in json.loads(_show(db, v["run_id"]))["measurements"]}
+    assert measured & set(pruned) == {shas["docs3"]}
+    report = (db.parent / "runs" / v["run_id"] / "report.md").read_text()
+    assert "## Commits not bisected" in report and shas["slow"][:10] in report
+
+
+def test_without_a_trace_nothing_is_pruned_and_the_hunt_says_why(noisy_range, tmp_path):
+    repo, good, shas = noisy_range
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--no-trace-paths", "--db", db, "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["ref"] == shas["culprit"] and v["pruned"] == []
+    shown = json.loads(_show(db, v["run_id"]))
+    assert any("no code-path pruning: tracing is off" in e["text"] for e in shown["events"])
+
+
+def _show(db: Path, run_id: str) -> str:
+    proc = sleuth_in_process("show", run_id, "--db", db, "--json")
+    assert proc.returncode == 0, proc.stdout[-500:]
+    return proc.stdout

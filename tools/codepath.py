@@ -1,0 +1,155 @@
+"""Which files a workload executes, and which commits therefore cannot have moved its metric.
+
+A commit that touches no file the benchmark executes (and no build or dependency file) is not
+the culprit, however the noise falls: bisection should neither probe nor blame it. On a real
+range most commits are like that (docs, tests, models and backends the server never loads).
+
+What "executed" means here is *imported*: Python prints every module it imports when
+``PYTHONPROFILEIMPORTTIME`` is set, in every process of the workload (a server's scheduler
+subprocesses inherit it), at the cost of a clock read per import and nothing on the hot path.
+That is coarser than line coverage (a module imported but whose changed function never runs
+still counts as executed) and so never prunes a commit that could matter; it needs no package in
+the server's environment and no ``sitecustomize`` of ours shadowing the user's own.
+
+Kept, whatever the trace says: build and dependency files, native sources (a kernel is executed
+without an import line), anything that is neither Python nor documentation, and Python files
+that exist at neither traced end (nothing can be said about them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel
+
+TRACE_ENV = {"PYTHONPROFILEIMPORTTIME": "1"}
+MAIN_GUARD = r"__name__ *== *.__main__."  # a file run as a script (git grep -E)
+_IMPORT_LINE = re.compile(r"^import time:\s+\d+\s*\|\s*\d+\s*\|\s*(\S+)\s*$")
+
+DOC_SUFFIXES = {".md", ".rst", ".adoc", ".txt", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ipynb"}
+BUILD_NAMES = {
+    "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "MANIFEST.in",
+    "CMakeLists.txt",
+    "Makefile",
+    "Dockerfile",
+    "build.sh",
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile",
+    "Pipfile.lock",
+}
+BUILD_PREFIXES = ("requirements", "constraints")  # requirements-gpu.txt, constraints.txt
+NATIVE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".pyx", ".pxd", ".so", ".cmake"}
+
+
+class CommitPath(BaseModel):
+    """One commit of the range, judged against the traces of both ends."""
+
+    sha: str
+    files: list[str]
+    pruned: bool
+    reason: str  # why pruned ("touches only ... not imported at either end"), or why kept
+
+
+def imported_modules(text: str) -> set[str]:
+    """The modules named by ``PYTHONPROFILEIMPORTTIME`` lines in a log or a command's stderr."""
+    return {m.group(1) for line in text.splitlines() if (m := _IMPORT_LINE.match(line.strip()))}
+
+
+def entry_modules(command: str) -> tuple[set[str], set[str]]:
+    """What a benchmark command runs without importing it: ``python -m MOD`` (runpy executes it as
+    ``__main__``) and ``python path/to/script.py``. Returns (modules, script paths)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    modules = {words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m"}
+    scripts = {w.removeprefix("./") for w in words if w.endswith(".py") and not w.startswith("-")}
+    return modules, scripts
+
+
+def _module_parts(path: str) -> tuple[str, ...]:
+    p = PurePosixPath(path)
+    parts = p.with_suffix("").parts
+    return parts[:-1] if p.name == "__init__.py" else parts
+
+
+def imported(path: str, modules: set[str]) -> bool:
+    """Is the Python file ``path`` (repo-relative) a module in ``modules``? Matched by dotted
+    suffix (``python/pkg/sub/mod.py`` is ``pkg.sub.mod``): where the repo puts its import root is
+    not known, and a false match only keeps a commit that could have been pruned."""
+    parts = _module_parts(path)
+    return any(".".join(parts[i:]) in modules for i in range(len(parts)))
+
+
+def _kind(path: str) -> str:
+    p = PurePosixPath(path)
+    name, suffix = p.name, p.suffix.lower()
+    if name in BUILD_NAMES or (name.startswith(BUILD_PREFIXES) and suffix in {".txt", ".in"}):
+        return "build"
+    if suffix in NATIVE_SUFFIXES:
+        return "native"
+    if suffix in DOC_SUFFIXES or name in {"LICENSE", "NOTICE", "CODEOWNERS", "AUTHORS"}:
+        return "docs"
+    if suffix == ".py":
+        return "python"
+    return "other"
+
+
+def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], present: set[str]) -> CommitPath:
+    """Prune ``sha`` when every file it touches is documentation, or Python that exists at a
+    traced end and was imported at neither (``modules``: the union of both ends' imports)."""
+    if not files:
+        return CommitPath(sha=sha, files=[], pruned=True, reason="changes no file (an empty or merge-only commit)")
+    why_kept = []
+    for f in files:
+        kind = _kind(f)
+        if kind == "python":
+            if f in scripts or imported(f, modules):
+                why_kept.append(f"{f} is executed")
+            elif f not in present:
+                why_kept.append(f"{f} exists at neither traced end")
+        elif kind in ("build", "native"):
+            why_kept.append(f"{f} is a {kind} file")
+        elif kind == "other":
+            why_kept.append(f"{f} may be read at run time")
+    if why_kept:
+        return CommitPath(sha=sha, files=files, pruned=False, reason="; ".join(why_kept[:3]))
+    kinds = sorted({_kind(f) for f in files})
+    what = " and ".join("documentation" if k == "docs" else "Python imported at neither end" for k in kinds)
+    return CommitPath(sha=sha, files=files, pruned=True, reason=f"touches only {what} ({len(files)} file(s))")
+
+
+class ImportTraces:
+    """The modules imported at each traced commit, kept beside the run's measurements (a JSON
+    file replaced atomically), so a resumed hunt still has the traces of launches before it."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else None
+        self.data: dict[str, list[str]] = {}
+        if self.path is not None and self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:
+                self.data = {}  # a torn file from a killed run: the traces are taken again
+
+    def get(self, sha: str) -> set[str] | None:
+        got = self.data.get(sha)
+        return set(got) if got else None
+
+    def add(self, sha: str, modules: set[str]) -> None:
+        if not modules:
+            return
+        self.data[sha] = sorted(set(self.data.get(sha, [])) | modules)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.data))
+            os.replace(tmp, self.path)
