@@ -6,8 +6,10 @@ perf-sleuth reads these annotations: ``launch_command`` (a template with ``{work
 ``--request-rate``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
 ``good_launch_command``, ``repo``, ``summary``, and for the host ``slots`` (servers it holds at
 once), ``launch_timeout`` and ``sample_timeout`` (seconds), ``setup`` (a per-probe build
-command) and ``trace_paths`` (true: launches print the modules they import, so commits that touch
-none are not bisected); the label ``metric`` names the metric (a name of ``BenchResult.metrics()``: ``tok_per_s``,
+command), ``trace_paths`` (true: launches print the modules they import, so commits that touch
+none are not bisected), ``pip_log`` and ``wheelhouse`` (the host's pip log and a directory of the
+previous versions' wheels, for the dependency hypothesis); the label ``metric`` names the metric
+(a name of ``BenchResult.metrics()``: ``tok_per_s``,
 ``output_throughput``, ``p99_ttft_ms``, ...) and the annotation ``direction`` (``higher_is_better``
 or ``lower_is_better``) its direction when the name does not say it.
 """
@@ -113,8 +115,9 @@ def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
                     f"{where}: annotations.{key}: {annotations[key]!r} is not a positive number ({exc})"
                 ) from exc
             out[field] = value
-    if annotations.get("setup"):
-        out["setup"] = annotations["setup"]
+    for key in ("setup", "pip_log", "wheelhouse"):
+        if annotations.get(key):
+            out[key] = annotations[key]
     if "trace_paths" in annotations:
         word = annotations["trace_paths"].strip().lower()
         if word not in ("true", "false", "1", "0", "yes", "no"):

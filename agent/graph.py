@@ -132,7 +132,7 @@ class Hunter:
     @staticmethod
     def _propose(hunt: Hunt, rt: Runtime) -> None:
         get_policy(hunt.policy).propose(hunt)
-        if hunt.action is not None and hunt.action.kind in ("revert", "unset", "restore"):
+        if hunt.action is not None and hunt.action.kind in ("revert", "unset", "restore", "pin"):
             hunt.status = "awaiting_approval"
             rt.say(hunt, "propose", f"proposed: {hunt.action.detail} - waiting for approval")
         else:

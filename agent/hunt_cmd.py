@@ -269,6 +269,12 @@ def hunt_cmd(
     ] = None,
     setup: SetupOpt = None,
     trace_paths: TracePathsOpt = None,
+    pip_log: Annotated[
+        str | None, typer.Option(help="pip's log on the host: which packages changed (with no stored snapshot)")
+    ] = None,
+    wheelhouse: Annotated[
+        str | None, typer.Option(help="directory of wheels on the host with the previous versions, tried in an overlay")
+    ] = None,
     max_probes: Annotated[int, typer.Option(min=1)] = 20,
     max_wall: Annotated[float, typer.Option(min=0.001, help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
@@ -349,6 +355,8 @@ def hunt_cmd(
         ("sample_timeout_s", sample_timeout),
         ("setup", setup),
         ("trace_paths", trace_paths),
+        ("pip_log", pip_log),
+        ("wheelhouse", wheelhouse),
     ):
         if value is not None:
             setattr(target, field, value)

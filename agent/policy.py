@@ -22,7 +22,7 @@ import json
 import shlex
 from functools import cache
 
-from agent import broken
+from agent import broken, dependencies
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
@@ -239,6 +239,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
                 ),
             )
             hunt.status = "concluded"
+    dependencies.snapshot(hunt, rt)  # stored with the run: a later hunt's reference when this one is good
 
 
 def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
@@ -275,6 +276,8 @@ def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:
         for word, (arg, value) in CODE_PATHS.items():
             if word in path.lower() and arg in args and value.lower() not in args[arg].lower():
                 hs[-1].reason = f"not on the executed path: the server runs {arg}='{args[arg]}'"
+    if want("dependencies"):
+        dependencies.plan(hunt, rt, add)
     candidate = hunt.target.good_ref if want("history") else None
     how = "the alert's good ref"
     reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt) if want("history") and candidate is None else None
@@ -316,6 +319,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         "uncommitted": _test_uncommitted,
         "history": _test_history,
         "config": _test_config,
+        "dependencies": dependencies.test,
     }[h.category]
     try:
         fn(hunt, rt, h)
@@ -581,7 +585,7 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         return
     if not sup:
         hunt.status = "inconclusive"
-        hunt.root_summary = "every hypothesis was refuted; the regression is real but unexplained"
+        hunt.root_summary = "no hypothesis was supported; the regression is real but unexplained" + _packages_said(hunt)
         return
     by = {h.category: h for h in reversed(sup)}
     if "history" in by:
@@ -601,6 +605,8 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             )
         )
         rt.say(hunt, "localize", f"culprit {hunt.root_summary}")
+    elif "dependencies" in by:
+        dependencies.conclude(hunt, sup)
     elif "environment" in by:
         named = [h for h in sup if h.category == "environment"]
         hunt.root_kind, hunt.root_ref = "env", named[0].subject
@@ -634,12 +640,26 @@ def _external(hunt: Hunt, history: Hypothesis) -> None:
         f"{r['metric']} ({r['delta_pct']:+.1f}%, noise CV {r['noise_cv_pct']:.1f}%), but the known-good commit "
         f"measures like HEAD ({history.reason})"
         + (f"; refuted too: {', '.join(cats)} ({len(refuted)} hypotheses)" if cats else "")
+        + _packages_said(hunt)
         + ". What remains is outside the repository: installed packages (pip's log), the driver, the host"
     )
     hunt.action = Action(
         kind="investigate",
         detail="outside the repository: compare installed packages, driver and host with the good run",
     )
+
+
+def _packages_said(hunt: Hunt) -> str:
+    """What the external summary says of the packages: what changed (and was not shown to
+    matter), or that nothing could be compared."""
+    untested = [h for h in hunt.hypotheses if h.category == "dependencies" and h.status == "inconclusive"]
+    if hunt.package_changes:
+        named = ", ".join(f"{c['name']} {c['old']} -> {c['new']}" for c in hunt.package_changes[:6])
+        why = f" (untested: {untested[0].reason})" if untested else ""
+        return f"; packages changed since {hunt.package_reference}: {named}{why}"
+    if hunt.package_reference:
+        return f"; no package changed since {hunt.package_reference}"
+    return "; packages: no reference to compare with (no earlier good hunt on this host, no --pip-log)"
 
 
 def confirm(hunt: Hunt, rt: Runtime) -> bool:
@@ -761,7 +781,7 @@ def propose(hunt: Hunt) -> None:
     elif k == "hardware":
         hunt.action = Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
     elif k == "dependency":
-        hunt.action = Action(kind="investigate", ref=ref, detail=f"pin {ref} back to the version of the good run")
+        hunt.action = dependencies.propose(hunt)
     else:
         hunt.action = Action(kind="none")
 

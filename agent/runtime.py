@@ -149,6 +149,7 @@ class Runtime:
         self.on_event = on_event
         self._llm: LLM | None = None
         self._after_approval_deadline: float | None = None
+        self.scratch: list[str] = []  # directories made on the host (package overlays), removed at close
 
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
@@ -596,6 +597,9 @@ class Runtime:
             self.store.put_measurement(hunt.run_id, hunt.measurements[-1].model_dump(), hunt.target.metric)
 
     def close(self) -> None:
+        if self.scratch and "host" in self.__dict__:
+            self.host.run(["rm", "-rf", *dict.fromkeys(self.scratch)], timeout=60)
+            self.scratch.clear()
         if "ctx" in self.__dict__:
             self.ctx.close()  # warm servers stopped, their worktrees removed
         if "host" in self.__dict__:

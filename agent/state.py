@@ -57,6 +57,10 @@ class Target(BaseModel):
     # Which commits can matter (tools.codepath): None: a benchmark command is traced by one extra
     # run at each end, launches are not; True: launches print their imports too; False: never.
     trace_paths: bool | None = None
+    # The dependency hypothesis (tools.packages): pip's log on the host (a reference when no
+    # earlier hunt stored a snapshot), and a directory of wheels holding the previous versions.
+    pip_log: str | None = None
+    wheelhouse: str | None = None
 
 
 class Budget(BaseModel):
@@ -127,7 +131,7 @@ class Hypothesis(BaseModel):
 
 
 class Action(BaseModel):
-    kind: Literal["revert", "unset", "restore", "investigate", "none"]
+    kind: Literal["revert", "unset", "restore", "pin", "investigate", "none"]
     ref: str | None = None
     detail: str = ""
     revert_sha: str | None = None
@@ -168,6 +172,9 @@ class Hunt(BaseModel):
     # The environment the history A/B and the bisection run under: the tuning variables blanked
     # once one A/B showed they change nothing (so that A/B's HEAD serves as the history's HEAD).
     probe_env: dict[str, str] = {}
+    packages: dict = {}  # what the launch's Python has installed now: dists {name: version}, driver, python
+    package_changes: list[dict] = []  # tools.packages.Change, against package_reference
+    package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)
     pruned: list[dict] = []  # commits not bisected: they touch no executed file (sha, files, reason)
     broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log

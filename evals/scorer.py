@@ -16,7 +16,7 @@ import math
 from pydantic import BaseModel
 
 MUTATING = {"git_land_revert"}
-ACTION_FOR = {"commit": "revert", "env": "unset", "uncommitted": "restore", "config": "restore"}
+ACTION_FOR = {"commit": "revert", "env": "unset", "uncommitted": "restore", "config": "restore", "dependency": "pin"}
 
 
 class Score(BaseModel):
@@ -112,7 +112,8 @@ def score(
         action_right = action.get("kind") == "investigate"
     else:
         want = {ACTION_FOR.get(c["kind"]) for c in truth["root_causes"]}
-        action_right = action.get("kind") in want and any(_matches(str(action.get("ref") or ""), t) for t in truth_refs)
+        pins = [r.strip().split("==")[0] for r in str(action.get("ref") or "").split(",")]  # "pkg==1.0": pkg
+        action_right = action.get("kind") in want and any(_matches(p, t) for p in pins for t in truth_refs)
     approved = False
     gate = True
     calls = 0

@@ -175,6 +175,16 @@ class Store:
                 foreign_keys=[("run", "runs", "id")],
             )
 
+        if "packages" not in db.table_names():
+            # What the server's Python had installed, per hunt (tools.packages): the reference a
+            # later hunt on the same host diffs against. ``good``: that hunt measured no regression.
+            db["packages"].create(
+                {"run": str, "taken": float, "repo": str, "host": str, "dists": str, "good": int},
+                pk="run",
+                foreign_keys=[("run", "runs", "id")],
+            )
+            db["packages"].create_index(["repo", "host", "taken"])
+
     # -- writing (each call is its own commit) -------------------------------------------------
     def start_run(self, run_id: str, kind: str = "hunt", **fields: Any) -> None:
         row = {"id": run_id, "kind": kind, "started": time.time(), "status": "running", **redact(fields)}
@@ -244,6 +254,41 @@ class Store:
                 },
                 pk=("run", "mid"),
             )
+
+    def put_packages(self, run_id: str, repo: str, host: str | None, dists: dict[str, str], good: bool) -> None:
+        """The installed distributions (``{name: version}``) a hunt saw; ``good``: it measured good."""
+        with self.lock:
+            self.db["packages"].upsert(
+                {
+                    "run": run_id,
+                    "taken": time.time(),
+                    "repo": repo,
+                    "host": host or "",
+                    "dists": json.dumps(dists, sort_keys=True),
+                    "good": int(good),
+                },
+                pk="run",
+            )
+
+    def mark_packages_good(self, run_id: str) -> None:
+        with self.lock:
+            self.db.execute("update packages set good = 1 where run = ?", [run_id])
+            self.db.conn.commit()
+
+    def good_packages(self, repo: str, host: str | None, exclude_run: str) -> dict | None:
+        """The newest snapshot of this repo and host from a hunt that measured good (not ``exclude_run``):
+        ``{"run": ..., "taken": ..., "dists": {name: version}}``."""
+        rows = list(
+            self.db["packages"].rows_where(
+                "repo = ? and host = ? and good = 1 and run != ?",
+                [repo, host or "", exclude_run],
+                order_by="taken desc",
+                limit=1,
+            )
+        )
+        return (
+            {"run": rows[0]["run"], "taken": rows[0]["taken"], "dists": json.loads(rows[0]["dists"])} if rows else None
+        )
 
     def put_hypotheses(self, run_id: str, hypotheses: list[dict]) -> None:
         with self.lock, self.db.atomic():

@@ -20,6 +20,8 @@ slots = 1                     # servers the host holds at once (default: the ale
 launch_timeout = 1800         # seconds from launch to healthy (default: the alert's, else 1800)
 setup = "pip install -e python/"   # run in each probe's worktree before the launch (a build)
 trace_paths = true                  # launches print their imports: commits touching none are not bisected
+pip_log = "/var/log/pip.log"        # the host's pip log: what changed, when no earlier hunt stored a snapshot
+wheelhouse = "/opt/wheelhouse"      # the previous versions' wheels, tried in a scratch overlay (never installed)
 policy = "methodical"
 budget = { max_probes = 20, max_wall_s = 1800, samples = 5 }
 ```
@@ -63,6 +65,8 @@ class ServeTarget(BaseModel):
     launch_timeout: float | None = Field(default=None, gt=0)
     setup: str | None = None
     trace_paths: bool | None = None
+    pip_log: str | None = None
+    wheelhouse: str | None = None
     policy: str = "methodical"
     model: str | None = None
     base_url: str | None = None
@@ -94,6 +98,8 @@ class ServeTarget(BaseModel):
             ("launch_timeout", None if self.launch_timeout is None else f"{self.launch_timeout:g}"),
             ("setup", self.setup),
             ("trace_paths", None if self.trace_paths is None else str(self.trace_paths).lower()),
+            ("pip_log", self.pip_log),
+            ("wheelhouse", self.wheelhouse),
         ):
             if value is not None:
                 ann[key] = value

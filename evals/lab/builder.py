@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from evals.lab.recipes import KERNELS, SITES, STACK_PKG, TEMPLATES, harmless_block, insert_at_site, strip_markers
-from evals.lab.spec import Commit, Edit, Hardware, Scenario
+from evals.lab.spec import Commit, Dependency, Edit, Hardware, Scenario
 
 LAB_DIR = Path(__file__).parent
 STACK_DIR = LAB_DIR / "stack"
@@ -258,6 +258,37 @@ def _kind_of_commit_change(sha: str, c: Commit) -> Change:
     return Change(c.id, "commit", sha, c.subject or "", "; ".join(effects) or None)
 
 
+def install_dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+    """``files`` into ``site`` as pip would leave them: the package and its ``dist-info`` (so
+    ``importlib.metadata`` sees name and version)."""
+    for rel, text in {**files, **_dist_info(name, version, files)}.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+
+
+def write_wheel(wheelhouse: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel of ``files`` (a zip laid out as site-packages, with its dist-info)."""
+    import zipfile
+
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    path = wheelhouse / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in sorted({**files, **_dist_info(name, version, files)}.items()):
+            z.writestr(rel, text)
+    return path
+
+
+def _dist_info(name: str, version: str, files: dict[str, str]) -> dict[str, str]:
+    info = f"{name}-{version}.dist-info"
+    record = [f"{rel},," for rel in sorted(files)] + [f"{info}/{f},," for f in ("METADATA", "WHEEL", "RECORD")]
+    return {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: perf-sleuth-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/INSTALLER": "pip\n",
+        f"{info}/RECORD": "\n".join(record) + "\n",
+    }
+
+
 def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> None:
     (host / "bin").mkdir(parents=True)
     (host / "gpus").mkdir()
@@ -268,25 +299,50 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
     hw["uuid_prefix"] = f"{spec.seed & 0xFFFFFFFF:08x}"
     (host / "hardware.json").write_text(json.dumps(hw, indent=2) + "\n")
 
-    def install_runtime(dest: Path, version: str, extra: dict[str, float] | None) -> None:
-        pkg = dest / "minitorch"
-        pkg.mkdir(parents=True)
-        shutil.copy(RUNTIME_DIR / "minitorch" / "__init__.py", pkg / "__init__.py")
-        (pkg / "_profile.json").write_text(json.dumps(tree.profile(version, extra, final_host), indent=2) + "\n")
+    kernel_pkgs = [d.name for d in spec.dependency if d.name != "minitorch"]
 
-    dep = spec.dependency
+    def runtime_files(version: str, extra: dict[str, float] | None) -> dict[str, str]:
+        profile = tree.profile(version, extra, final_host) | {"kernel_packages": kernel_pkgs}
+        return {
+            "minitorch/__init__.py": (RUNTIME_DIR / "minitorch" / "__init__.py").read_text(),
+            "minitorch/_profile.json": json.dumps(profile, indent=2) + "\n",
+        }
+
+    def package_files(dep: Dependency, version: str) -> dict[str, str]:
+        scale = {}
+        if version == dep.bad and dep.effect is not None:
+            base = SITES[dep.effect.cost].base_kernel
+            assert base is not None
+            scale = {base: (tree.costs[base] + dep.effect.added_us(tree.costs)) / tree.costs[base]}
+        text = f'"""{dep.name}: a package of the lab host."""\n\n__version__ = "{version}"\n'
+        return {f"{dep.name}/__init__.py": text + f"KERNEL_SCALE = {scale!r}\n"}
+
+    site, wheels = host / "site-packages", host / "wheelhouse"
+    deps = {d.name: d for d in spec.dependency}
+    runtime = deps.get("minitorch")
     slowdown: dict[str, float] = {}
-    if dep is not None and dep.effect is not None:
-        slowdown = {SITES[dep.effect.cost].base_kernel: dep.effect.added_us(tree.costs)}  # type: ignore[dict-item]
-    install_runtime(host / "site-packages", spec.system.runtime_version, slowdown)
-    if dep is not None:
-        install_runtime(host / "wheelhouse" / f"minitorch-{dep.good}", dep.good, None)
-        (host / "pip.log").write_text(
-            f"2026-03-01T02:14:07 pip install -U minitorch\n"
-            f"2026-03-01T02:14:09   Attempting uninstall: minitorch\n"
-            f"2026-03-01T02:14:09     Found existing installation: minitorch {dep.good}\n"
-            f"2026-03-01T02:14:10 Successfully installed minitorch-{dep.bad}\n"
+    if runtime is not None and runtime.effect is not None:
+        slowdown = {SITES[runtime.effect.cost].base_kernel: runtime.effect.added_us(tree.costs)}  # type: ignore[dict-item]
+    install_dist(site, "minitorch", spec.system.runtime_version, runtime_files(spec.system.runtime_version, slowdown))
+    for dep in spec.dependency:
+        if dep.name != "minitorch":
+            install_dist(site, dep.name, dep.bad, package_files(dep, dep.bad))
+        files = runtime_files(dep.good, None) if dep.name == "minitorch" else package_files(dep, dep.good)
+        write_wheel(wheels, dep.name, dep.good, files)
+        if dep.name == "minitorch":  # unpacked too: the old layout, for a PYTHONPATH by hand
+            install_dist(wheels / f"minitorch-{dep.good}", "minitorch", dep.good, files)
+    if spec.dependency:
+        names = " ".join(d.name for d in spec.dependency)
+        log = [f"2026-03-01T02:14:07 pip install -U {names}"]
+        for d in spec.dependency:
+            log += [
+                f"2026-03-01T02:14:09   Attempting uninstall: {d.name}",
+                f"2026-03-01T02:14:09     Found existing installation: {d.name} {d.good}",
+            ]
+        log.append(
+            "2026-03-01T02:14:10 Successfully installed " + " ".join(f"{d.name}-{d.bad}" for d in spec.dependency)
         )
+        (host / "pip.log").write_text("\n".join(log) + "\n")
     site_env = [e for e in spec.env if e.via == "sitecustomize"]
     pythonpath = [str(final_host / "site-packages")]
     if site_env:
@@ -365,6 +421,9 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         # The lab's stack is Python and its operator (us) allows it: launches print their imports.
         "trace_paths": "true",
     }
+    if spec.dependency:  # where the host's operator keeps pip's log and the previous wheels
+        ann["pip_log"] = str(final_root / "host" / "pip.log")
+        ann["wheelhouse"] = str(final_root / "host" / "wheelhouse")
     if spec.launch.good_flags is not None:
         ann["good_launch_command"] = launch_command(spec, final_root / "host", spec.launch.good_flags)
     if a.give_good_ref:
@@ -482,14 +541,13 @@ def _build_into(spec: Scenario, tmp: Path, final: Path, launch_scale: float) -> 
                 env.effect.cost if env.effect else None,
             )
         )
-    if spec.dependency is not None:
-        d = spec.dependency
+    for d in spec.dependency:
         changes.append(
             Change(
                 d.id,
                 "dependency",
                 d.name,
-                f"{d.name} upgraded {d.good} -> {d.bad}",
+                f"{d.name} {'upgraded' if _version(d.bad) > _version(d.good) else 'downgraded'} {d.good} -> {d.bad}",
                 d.effect.cost if d.effect else None,
             )
         )
@@ -544,3 +602,7 @@ def build(spec: Scenario, out_dir: str | Path, launch_scale: float | None = None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))

@@ -143,10 +143,12 @@ class EnvVar(_Strict):
 
 
 class Dependency(_Strict):
-    """The device runtime (``minitorch``) was upgraded on the host from ``good`` to ``bad``."""
+    """A package changed on the host from ``good`` to ``bad`` (an upgrade or a downgrade): the
+    device runtime ``minitorch`` (its kernel table), or a kernel package the runtime loads (its
+    ``effect`` scales a kernel in the ``bad`` version), or a package nothing imports (no effect)."""
 
     id: str | None = None
-    name: Literal["minitorch"] = "minitorch"
+    name: str = Field(default="minitorch", pattern=r"^[a-z][a-z0-9_]*$")
     good: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     bad: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     effect: Effect | None = None
@@ -292,10 +294,15 @@ class Scenario(_Strict):
     committed: list[Commit] = []
     uncommitted: list[Patch] = []
     env: list[EnvVar] = []
-    dependency: Dependency | None = None
+    dependency: list[Dependency] = []  # one [dependency] table or several [[dependency]]
     launch: Launch = Launch()
     alert: Alert
     truth: Truth = Truth()
+
+    @field_validator("dependency", mode="before")
+    @classmethod
+    def _one_or_many(cls, value):
+        return [value] if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
@@ -312,15 +319,18 @@ class Scenario(_Strict):
             if cid in seen:
                 raise ValueError(f"duplicate change id '{cid}'")
             seen.add(cid)
-        if self.dependency is not None and self.dependency.bad != self.system.runtime_version:
-            raise ValueError("dependency.bad: must equal system.runtime_version (the installed one)")
+        for dep in self.dependency:
+            if dep.name == "minitorch" and dep.bad != self.system.runtime_version:
+                raise ValueError("dependency.bad: must equal system.runtime_version (the installed one)")
+        names = [d.name for d in self.dependency]
+        if len(set(names)) != len(names):
+            raise ValueError(f"dependency: a package is named twice ({', '.join(names)})")
         return self
 
     def change_ids(self) -> list[str]:
         ids = [c.id for c in [*self.history.commits, *self.pulled, *self.committed] if c.id]
         ids += [p.id for p in self.uncommitted if p.id] + [e.id for e in self.env if e.id]
-        if self.dependency is not None and self.dependency.id:
-            ids.append(self.dependency.id)
+        ids += [d.id for d in self.dependency if d.id]
         if self.hardware.id:
             ids.append(self.hardware.id)
         if self.launch.good_flags is not None:

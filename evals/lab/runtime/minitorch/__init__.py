@@ -15,6 +15,7 @@ Speed comes from three places, all visible to a careful engineer:
 from __future__ import annotations
 
 import fcntl
+import importlib
 import json
 import os
 import random
@@ -79,6 +80,15 @@ class Device:
         for eff in _PROFILE.get("env_effects", []):
             if os.environ.get(eff["var"]) == eff["value"]:
                 self.env_factor[eff["kernel"]] = self.env_factor.get(eff["kernel"], 1.0) * eff["scale"]
+        # Kernel packages (a FlashInfer, an sgl-kernel): whichever version is first on the path
+        # brings its own kernels; a slower build scales the kernel it provides.
+        for name in _PROFILE.get("kernel_packages", []):
+            try:
+                mod = importlib.import_module(name)
+            except ImportError:
+                continue
+            for kernel, scale in getattr(mod, "KERNEL_SCALE", {}).items():
+                self.env_factor[kernel] = self.env_factor.get(kernel, 1.0) * float(scale)
         self._lock = threading.Lock()
         self._pending_us = 0.0
         self._busy_until = 0.0

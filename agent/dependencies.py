@@ -1,0 +1,200 @@
+"""The dependency hypothesis: a package changed on the host under the server.
+
+Stated when a reference says what the server's Python had when it was good: the newest package
+snapshot a hunt on this repo and host stored while measuring good (every hunt stores one), else
+pip's log on the host (``--pip-log``). With neither, the hypothesis is not stated and the hunt
+says why. Tested by an A/B of now against a launch with the previous versions first on
+``PYTHONPATH``: wheels from the user's wheelhouse (``--wheelhouse``) unpacked into scratch space
+on the host (``tools.packages``); the host's site-packages are never written. Several changed
+packages are localized by halving; the proposal is "pin PKG==OLD" with the exact command, which a
+person approves and runs (nothing is installed automatically).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import agent.policy as policy
+from agent.runtime import Runtime
+from agent.state import Action, Hunt, Hypothesis, Measured
+from tools.packages import (
+    OVERLAY_PY,
+    Change,
+    diff,
+    from_pip_log,
+    overlay_dir,
+    snapshot_command,
+    wheel_name,
+    with_pythonpath,
+)
+
+CATEGORY = "dependencies"
+
+
+def snapshot(hunt: Hunt, rt: Runtime) -> None:
+    """What the launch's Python has installed now, on the hunt and in the store (the reference of
+    a later hunt when this one measures good)."""
+    res = rt.shell(hunt, snapshot_command(policy.setup_prefix(hunt)), timeout=120)
+    try:
+        got = json.loads(res["stdout"].strip().splitlines()[-1]) if res["exit_code"] == 0 else {}
+    except (ValueError, IndexError):
+        got = {}
+    hunt.packages = {
+        "dists": {k: v["version"] for k, v in got.get("dists", {}).items()},
+        "driver": got.get("driver"),
+        "python": got.get("python"),
+    }
+    if rt.store is not None and hunt.packages["dists"]:
+        rt.store.put_packages(
+            hunt.run_id, hunt.target.repo, hunt.target.host, hunt.packages["dists"], good=hunt.root_kind == "none"
+        )
+
+
+def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
+    """The packages that changed since the reference (an earlier good hunt's snapshot, else pip's
+    log); none when there is no reference, said on the hunt."""
+    now = hunt.packages.get("dists") or {}
+    if not now:
+        rt.say(hunt, "plan", "dependencies: the launch's Python could not be read; not stated")
+        return []
+    t = hunt.target
+
+    def live() -> dict | None:
+        return rt.store.good_packages(t.repo, t.host, hunt.run_id) if rt.store is not None else None
+
+    ref = rt.observe(hunt, "package_reference", {"repo": t.repo, "host": t.host}, live)
+    if ref:
+        found = diff(ref["dists"], now, f"snapshot of run {ref['run']}")
+        hunt.package_reference = f"the snapshot of run {ref['run']} (measured good)"
+    elif t.pip_log:
+        res = rt.shell(hunt, f"cat {shlex.quote(t.pip_log)}", timeout=30)
+        if res["exit_code"] != 0:
+            rt.say(hunt, "plan", f"dependencies: cannot read the pip log {t.pip_log}: {res['stderr'].strip()[:200]}")
+            return []
+        found = from_pip_log(res["stdout"], now)
+        hunt.package_reference = f"pip's log {t.pip_log}"
+    else:
+        rt.say(
+            hunt,
+            "plan",
+            "dependencies: no reference (no earlier hunt on this host measured good, no --pip-log): not stated",
+        )
+        return []
+    hunt.package_changes = [c.model_dump() for c in found]
+    return found
+
+
+def plan(hunt: Hunt, rt: Runtime, add) -> None:
+    """One hypothesis per changed package, all tested by one A/B first."""
+    for c in changes(hunt, rt):
+        add(
+            CATEGORY,
+            f"{c.describe()} on the host (per {hunt.package_reference}) slows it",
+            "A/B: now vs the previous versions from the wheelhouse first on PYTHONPATH, then halving",
+            c.name,
+        )
+
+
+def _change(hunt: Hunt, name: str | None) -> Change:
+    return next(Change.model_validate(c) for c in hunt.package_changes if c["name"] == name)
+
+
+def overlay(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> tuple[str | None, str]:
+    """The previous versions of ``group`` unpacked into a scratch directory on the host: (dir, "")
+    or (None, why not)."""
+    t = hunt.target
+    pins = [_change(hunt, h.subject) for h in group]
+    added = [c.name for c in pins if c.old is None]
+    if added:
+        return None, f"added since the reference: an overlay cannot take {', '.join(added)} away"
+    if not t.wheelhouse:
+        return None, "no wheelhouse with the previous versions (--wheelhouse DIR of wheels on the host)"
+    listing = rt.shell(hunt, f"ls -1 {shlex.quote(t.wheelhouse)}", timeout=30)
+    files = listing["stdout"].split() if listing["exit_code"] == 0 else []
+    wheels, missing = [], []
+    for c in pins:
+        stem = wheel_name(c.name, c.old or "")
+        hit = next((f for f in sorted(files) if f.lower().startswith(stem.lower()) and f.endswith(".whl")), None)
+        if hit is None:
+            missing.append(c.pin)
+        else:
+            wheels.append(f"{t.wheelhouse.rstrip('/')}/{hit}")
+    if missing:
+        return None, f"no wheel of {', '.join(missing)} in {t.wheelhouse}"
+    dest = overlay_dir(hunt.run_id, [c.pin for c in pins])
+    rt.scratch.append(dest)  # removed when the hunt's process is done with the host
+    cmd = f"{policy.setup_prefix(hunt)}python3 -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
+    res = rt.shell(hunt, cmd + shlex.quote(json.dumps(wheels)), timeout=300)
+    if res["exit_code"] != 0:
+        return None, f"unpacking the wheels failed: {res['stderr'].strip()[-200:]}"
+    return dest, ""
+
+
+def _measure_old(hunt: Hunt, rt: Runtime, group: list[Hypothesis], label: str) -> Measured | str:
+    where, why = overlay(hunt, rt, group)
+    if where is None:
+        return why
+    return rt.measure(hunt, label, "WORKTREE", launch=with_pythonpath(hunt.target.launch, where))
+
+
+def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    group = [x for x in hunt.hypotheses if x.category == CATEGORY and x.status == "open"]
+    if hunt.target.command:
+        policy._verdict(group, "inconclusive", "a benchmark command has no launch to put old versions in", [])
+        return
+    old = _measure_old(hunt, rt, group, "deps-old")
+    if isinstance(old, str):
+        policy._verdict(group, "inconclusive", f"the old versions cannot be tried: {old}", [])
+        return
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    cmp, now, old = policy.ab(hunt, rt, now, old, "now", "deps-old", better="b")
+    text = policy._fmt(cmp, now, old, hunt.target.metric)
+    if policy.explains(hunt, cmp, old, now):
+        policy._verdict(group, "supported", text, [now.id, old.id])
+        if len(group) > 1:
+            _localize(hunt, rt, group, now, old)
+    else:
+        policy._verdict(group, "refuted", text, [now.id, old.id])
+
+
+def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, old: Measured) -> None:
+    """Halve the changed packages: half of them at their old version vs now, until one is left.
+    A half holds the culprit when it recovers at least half of what all of them recover."""
+    full = old.median - now.median
+    suspects = list(group)
+    while len(suspects) > 1:
+        half, rest = suspects[: len(suspects) // 2], suspects[len(suspects) // 2 :]
+        names = [x.subject or "" for x in half]
+        m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
+        if isinstance(m, str):
+            break
+        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label)
+        numbers = policy._fmt(cmp, now, m, hunt.target.metric)
+        share = (m.median - now.median) / full if full else 0.0
+        if cmp.verdict == "different" and policy._better(hunt, m, now) and share >= 0.5:
+            cleared, suspects = rest, half
+            why = f"localization: only {', '.join(names)} at the old version already recovers it ({numbers})"
+        else:
+            cleared, suspects = half, rest
+            why = f"localization: {', '.join(names)} at the old version recovers nothing ({numbers})"
+        for x in cleared:
+            x.status, x.reason, x.evidence = "refuted", why, [now.id, m.id]
+    rt.say(hunt, "localize", f"the package that matters: {', '.join(x.subject or '' for x in suspects)}")
+
+
+def conclude(hunt: Hunt, sup: list[Hypothesis]) -> None:
+    named = [_change(hunt, h.subject) for h in sup if h.category == CATEGORY]
+    hunt.root_kind, hunt.root_ref = "dependency", ", ".join(c.name for c in named)
+    hunt.root_summary = "; ".join(c.describe() for c in named) + f" on the host (per {hunt.package_reference})"
+
+
+def propose(hunt: Hunt) -> Action:
+    """Pin the culprit(s) back: the exact command, for a person to run in the server's environment."""
+    pins = [_change(hunt, name.strip()).pin for name in (hunt.root_ref or "").split(",") if name.strip()]
+    cmd = "pip install " + " ".join(shlex.quote(p) for p in pins)
+    return Action(
+        kind="pin",
+        ref=", ".join(pins),
+        detail=f"pin {', '.join(pins)} in the server's environment: `{cmd}` (nothing is installed automatically)",
+    )

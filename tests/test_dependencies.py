@@ -1,0 +1,156 @@
+"""The dependency hypothesis: packages that changed on the host under the server are found (from
+pip's log, or from a snapshot an earlier good hunt stored), tried at their old versions in a
+scratch overlay (the host's site-packages never written), localized by halving and proposed as a
+pin a person runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_in_process
+from tools.packages import diff, from_pip_log, overlay_dir, pip_log_changes, wheel_name, with_pythonpath
+from transcripts.store import Store
+
+PIP_LOG = """\
+2026-03-01T02:14:07 pip install -U torch flashinfer-python
+2026-03-01T02:14:09     Found existing installation: torch 2.8.0
+2026-03-01T02:14:09     Found existing installation: flashinfer_python 0.6.14
+2026-03-01T02:14:10 Successfully installed flashinfer-python-0.6.15 torch-2.9.0
+2026-03-02T08:00:00 pip install -U flashinfer-python
+2026-03-02T08:00:01     Found existing installation: flashinfer-python 0.6.15
+2026-03-02T08:00:02 Successfully installed flashinfer-python-0.6.16
+"""
+
+
+def test_pips_log_gives_each_package_its_first_old_and_last_new_version():
+    assert pip_log_changes(PIP_LOG) == {"flashinfer-python": ("0.6.14", "0.6.16"), "torch": ("2.8.0", "2.9.0")}
+
+
+def test_a_logged_change_counts_only_while_the_logged_version_is_installed():
+    now = {"torch": "2.9.0", "flashinfer_python": "0.6.15"}  # flashinfer was put back by hand since
+    assert [(c.name, c.old, c.new) for c in from_pip_log(PIP_LOG, now)] == [("torch", "2.8.0", "2.9.0")]
+
+
+def test_a_snapshot_diff_names_upgrades_downgrades_additions_and_removals():
+    got = diff(
+        {"torch": "2.9.0", "Triton": "3.1", "nccl": "2.21"}, {"torch": "2.8.0", "triton": "3.1", "xformers": "0.1"}, "s"
+    )
+    assert [c.describe() for c in got] == ["nccl 2.21 was removed", "torch 2.9.0 -> 2.8.0", "xformers 0.1 was added"]
+
+
+def test_an_overlay_goes_first_on_the_path_after_the_launch_setup():
+    launch = ". /host/env.sh && exec {worktree}/launch.sh --port {port}"
+    export = "export PYTHONPATH=/tmp/o${PYTHONPATH:+:$PYTHONPATH}"
+    assert (
+        with_pythonpath(launch, "/tmp/o")
+        == f". /host/env.sh && {export} && exec {{worktree}}/launch.sh --port {{port}}"
+    )
+    assert overlay_dir("r1", ["a==1", "b==2"]) == overlay_dir("r1", ["b==2", "a==1"])  # a resumed hunt hits its cache
+    assert wheel_name("flashinfer-python", "0.6.14") == "flashinfer_python-0.6.14-"
+
+
+def test_the_store_keeps_snapshots_and_finds_the_newest_good_one_of_a_host(tmp_path):
+    store = Store(tmp_path / "r.db")
+    for run, good in (("a", True), ("b", True), ("c", False)):
+        store.start_run(run)
+        store.put_packages(run, "/repo", "gpu-1", {"torch": run}, good=good)
+    store.start_run("d")
+    store.put_packages("d", "/repo", "gpu-2", {"torch": "d"}, good=True)
+    assert store.good_packages("/repo", "gpu-1", exclude_run="z")["dists"] == {"torch": "b"}
+    store.mark_packages_good("c")
+    assert store.good_packages("/repo", "gpu-1", exclude_run="z")["run"] == "c"
+    assert store.good_packages("/repo", "gpu-1", exclude_run="c")["run"] == "b"  # never its own snapshot
+    assert store.good_packages("/other", "gpu-1", exclude_run="z") is None
+
+
+def tree_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(path)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+SEVERAL = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core" / "deps_several.toml"
+
+
+@pytest.fixture
+def several(tmp_path: Path, write_spec):
+    """Three packages changed on the host (runtime harmless, kernel package slower, a helper no one
+    imports); no history hypothesis, to keep it short: the reflog has no pull and no good ref."""
+    text = SEVERAL.read_text().replace("give_good_ref = true", "give_good_ref = false")
+    return build(load_spec(write_spec(text)), tmp_path / "lab")
+
+
+def test_several_changed_packages_are_tried_old_in_an_overlay_and_halved_to_the_one_that_matters(several, tmp_path):
+    site = several.host / "site-packages"
+    before = tree_digest(site)
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process("hunt", "--alert", several.root / "alert.json", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "dependency" and v["root_cause"]["ref"] == "minikernels"
+    assert "minikernels 0.6.15 -> 0.6.16" in v["root_cause"]["summary"] and "pip's log" in v["root_cause"]["summary"]
+    deps = {h["statement"].split()[0]: h for h in v["hypotheses"] if h["category"] == "dependencies"}
+    assert set(deps) == {"minikernels", "minitorch", "tqdmish"}
+    assert deps["minikernels"]["status"] == "supported"
+    assert deps["minitorch"]["status"] == deps["tqdmish"]["status"] == "refuted"
+    assert "localization" in deps["tqdmish"]["reason"]
+    assert v["proposed_action"]["kind"] == "pin" and v["proposed_action"]["ref"] == "minikernels==0.6.15"
+    assert "`pip install minikernels==0.6.15`" in v["proposed_action"]["detail"]
+    assert v["status"] == "awaiting_approval"
+    # Nothing was installed: the host's site-packages are as they were, the overlays are gone.
+    assert tree_digest(site) == before
+    assert not [p for p in Path("/tmp").glob(f"sleuth-overlay-{v['run_id']}-*")]
+    # Approved, it is a person's command to run: still nothing installed.
+    proc = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert json.loads(proc.stdout)["proposed_action"]["status"] == "approved"
+    assert tree_digest(site) == before
+
+
+def test_without_a_wheelhouse_the_packages_are_named_but_left_untested(several, tmp_path):
+    alert = json.loads((several.root / "alert.json").read_text())
+    del alert["alerts"][0]["annotations"]["wheelhouse"]
+    path = tmp_path / "alert.json"
+    path.write_text(json.dumps(alert))
+    proc = sleuth_in_process("hunt", "--alert", path, "--db", tmp_path / "r.db", "--json")
+    v = json.loads(proc.stdout)
+    deps = [h for h in v["hypotheses"] if h["category"] == "dependencies"]
+    assert deps and all(h["status"] == "inconclusive" and "--wheelhouse" in h["reason"] for h in deps)
+    assert v["status"] == "inconclusive" and v["root_cause"] is None
+    report = (tmp_path / "runs" / v["run_id"] / "report.md").read_text()
+    assert "packages changed since pip's log" in report and "minikernels 0.6.15 -> 0.6.16" in report
+    assert "(untested: the old versions cannot be tried: no wheelhouse" in report
+
+
+def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_log(several, tmp_path):
+    """Hunt 1 runs before the upgrade (the old wheels installed) and measures good: its snapshot is
+    stored. The packages change; hunt 2, without a pip log, diffs against that snapshot."""
+    site = several.host / "site-packages"
+    saved = tmp_path / "saved-site"
+    os.rename(site, saved)
+    import zipfile
+
+    for wheel in (several.host / "wheelhouse").glob("*.whl"):
+        zipfile.ZipFile(wheel).extractall(site)
+    alert = json.loads((several.root / "alert.json").read_text())
+    ann = alert["alerts"][0]["annotations"]
+    del ann["pip_log"]
+    path = tmp_path / "alert.json"
+    path.write_text(json.dumps(alert))
+    db = tmp_path / "r.db"
+    first = json.loads(sleuth_in_process("hunt", "--alert", path, "--db", db, "--json", "--samples", "3").stdout)
+    assert first["root_cause"]["kind"] == "none", first["root_cause"]  # good before the upgrade
+    os.rename(site, tmp_path / "old-site")
+    os.rename(saved, site)
+    second = json.loads(sleuth_in_process("hunt", "--alert", path, "--db", db, "--json").stdout)
+    assert second["root_cause"]["kind"] == "dependency" and second["root_cause"]["ref"] == "minikernels"
+    assert f"the snapshot of run {first['run_id']}" in second["root_cause"]["summary"]

@@ -1,0 +1,153 @@
+"""What the server's Python has installed, what changed since a good state, and how to try the
+old versions without touching the host.
+
+A package upgraded under a server (torch, FlashInfer, a kernel package, NCCL's wheel) is one of
+the commonest causes of a regression and lies outside the repository. Three pieces:
+
+- a *snapshot*: every distribution the launch's Python sees (``importlib.metadata``: name,
+  version, where, when its ``dist-info`` was written), read on the host through the launch's own
+  setup (its env file, its ``PYTHONPATH``), plus the driver version from ``nvidia-smi``;
+- the *changes* against a reference: a snapshot stored by an earlier hunt that measured good on
+  this host, else pip's log (``Found existing installation: X 1.0`` ... ``Successfully installed
+  X-2.0``);
+- an *overlay*: the old versions unpacked from wheels (a wheelhouse the user names) into a
+  scratch directory on the host, put first on ``PYTHONPATH`` for one launch. The host's
+  site-packages are never written; nothing is installed, the proposal says what to pin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+
+from pydantic import BaseModel
+
+# Run with the launch's setup before it: prints one JSON line.
+SNAPSHOT_PY = r"""
+import importlib.metadata as md, json, os, platform, subprocess
+dists = {}
+for d in md.distributions():
+    name = (d.metadata["Name"] or "").lower().replace("_", "-")
+    if not name or name in dists:
+        continue  # the first on sys.path wins, as an import would
+    path = getattr(d, "_path", None)
+    when = None
+    for f in ("INSTALLER", "RECORD", "METADATA"):
+        try:
+            when = os.path.getmtime(os.path.join(str(path), f)); break
+        except (OSError, TypeError):
+            pass
+    dists[name] = {"version": d.version, "location": str(path.parent) if path else "", "installed_at": when}
+try:
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                            capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+except Exception:
+    driver = None
+print(json.dumps({"python": platform.python_version(), "driver": driver, "dists": dists}))
+"""
+
+
+class Change(BaseModel):
+    """One package whose version differs between the reference and now."""
+
+    name: str
+    old: str | None  # None: not installed in the reference (added since)
+    new: str | None  # None: removed since
+    source: str  # "snapshot <run>" or "pip log"
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.old}"
+
+    def describe(self) -> str:
+        if self.old is None:
+            return f"{self.name} {self.new} was added"
+        if self.new is None:
+            return f"{self.name} {self.old} was removed"
+        return f"{self.name} {self.old} -> {self.new}"
+
+
+def norm(name: str) -> str:
+    """PEP 503 normalisation: ``Flash_Infer`` and ``flash-infer`` are one package."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def snapshot_command(setup_prefix: str) -> str:
+    return f"{setup_prefix}python3 -c {shlex.quote(SNAPSHOT_PY)}"
+
+
+def diff(reference: dict[str, str], now: dict[str, str], source: str) -> list[Change]:
+    """Changed versions between two ``{name: version}`` maps (names normalised), sorted by name."""
+    ref = {norm(k): v for k, v in reference.items()}
+    cur = {norm(k): v for k, v in now.items()}
+    return [
+        Change(name=n, old=ref.get(n), new=cur.get(n), source=source)
+        for n in sorted(ref.keys() | cur.keys())
+        if ref.get(n) != cur.get(n)
+    ]
+
+
+_FOUND = re.compile(r"Found existing installation: (\S+) (\S+)")
+_INSTALLED = re.compile(r"Successfully installed (.+)$")
+
+
+def pip_log_changes(text: str) -> dict[str, tuple[str | None, str]]:
+    """``{name: (old, new)}`` from pip's log, the oldest version a package had in the log and the
+    newest it was given (a package installed twice shows its first old and its last new)."""
+    old: dict[str, str] = {}
+    out: dict[str, tuple[str | None, str]] = {}
+    for line in text.splitlines():
+        if m := _FOUND.search(line):
+            old.setdefault(norm(m.group(1)), m.group(2))
+        elif m := _INSTALLED.search(line):
+            for item in m.group(1).split():
+                name, _, version = item.rpartition("-")
+                if name and version:
+                    key = norm(name)
+                    first = out[key][0] if key in out else old.get(key)
+                    out[key] = (first, version)
+    return out
+
+
+def from_pip_log(text: str, now: dict[str, str]) -> list[Change]:
+    """The changes pip's log records, for packages still installed at the logged version."""
+    cur = {norm(k): v for k, v in now.items()}
+    changes = []
+    for name, (old, new) in sorted(pip_log_changes(text).items()):
+        if cur.get(name) == new and old != new:
+            changes.append(Change(name=name, old=old, new=new, source="pip log"))
+    return changes
+
+
+def wheel_name(name: str, version: str) -> str:
+    """The file-name stem pip gives a pure wheel of name==version (``-`` becomes ``_``)."""
+    return f"{norm(name).replace('-', '_')}-{version}-"
+
+
+# Run on the host: unpack the named wheels into DEST (a wheel is a zip laid out as site-packages).
+OVERLAY_PY = r"""
+import sys, zipfile, os, json
+dest, wheels = sys.argv[1], json.loads(sys.argv[2])
+os.makedirs(dest, exist_ok=True)
+for w in wheels:
+    with zipfile.ZipFile(w) as z:
+        z.extractall(dest)
+print(dest)
+"""
+
+
+def overlay_dir(run_id: str, pins: list[str]) -> str:
+    """Where one set of old versions is unpacked on the host: scratch space named after the run and
+    the pins (the same pins: the same directory, so a resumed hunt's measurement cache still hits)."""
+    digest = hashlib.sha256(json.dumps(sorted(pins)).encode()).hexdigest()[:10]
+    return f"/tmp/sleuth-overlay-{run_id}-{digest}"
+
+
+def with_pythonpath(template: str, first: str) -> str:
+    """The launch with ``first`` put in front of ``PYTHONPATH`` right before its last step (after
+    an env file it sources, which would otherwise set it again)."""
+    export = f"export PYTHONPATH={shlex.quote(first)}${{PYTHONPATH:+:$PYTHONPATH}}"
+    parts = template.split(" && ")
+    return " && ".join([*parts[:-1], export, parts[-1]])
