@@ -22,7 +22,7 @@ import json
 import shlex
 from functools import cache
 
-from agent import broken, dependencies
+from agent import broken, dependencies, multiple
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
@@ -587,8 +587,18 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         hunt.status = "inconclusive"
         hunt.root_summary = "no hypothesis was supported; the regression is real but unexplained" + _packages_said(hunt)
         return
+    order = ["history", "dependencies", "environment", "uncommitted", "config", "hardware"]
+    cats = sorted({h.category for h in sup}, key=order.index)
+    if len(cats) > 1:  # several causes of different kinds: each one named, its share measured
+        multiple.localize(hunt, rt, cats, lambda cat: name_cause(hunt, rt, cat, sup))
+        return
+    name_cause(hunt, rt, cats[0], sup)
+
+
+def name_cause(hunt: Hunt, rt: Runtime, category: str, sup: list[Hypothesis]) -> None:
+    """Name the cause a supported ``category`` points at in ``hunt.root_*`` (bisecting history)."""
     by = {h.category: h for h in reversed(sup)}
-    if "history" in by:
+    if category == "history":
         h = by["history"]
         parents, res = bisect_history(hunt, rt, hunt.good_candidate, "HEAD")  # type: ignore[arg-type]
         subject = subject_of(hunt, rt, hunt.culprits[0])
@@ -605,13 +615,13 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             )
         )
         rt.say(hunt, "localize", f"culprit {hunt.root_summary}")
-    elif "dependencies" in by:
+    elif category == "dependencies":
         dependencies.conclude(hunt, sup)
-    elif "environment" in by:
+    elif category == "environment":
         named = [h for h in sup if h.category == "environment"]
         hunt.root_kind, hunt.root_ref = "env", named[0].subject
         hunt.root_summary = f"{named[0].statement}"
-    elif "uncommitted" in by:
+    elif category == "uncommitted":
         paths = [h.subject or "" for h in sup if h.category == "uncommitted"]
         hunt.root_kind, hunt.root_ref = "uncommitted", paths[0] if len(paths) == 1 else ", ".join(paths)
         hunt.root_summary = (
@@ -619,10 +629,10 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             if len(paths) == 1
             else f"the uncommitted changes ({len(paths)} files) make it slower than HEAD"
         )
-    elif "config" in by:
+    elif category == "config":
         hunt.root_kind, hunt.root_ref = "config", by["config"].subject
         hunt.root_summary = f"launch flag {by['config'].subject} changed since the good run"
-    elif "hardware" in by:
+    elif category == "hardware":
         hunt.root_kind, hunt.root_ref = "hardware", by["hardware"].subject
         hunt.root_summary = by["hardware"].reason
 
@@ -668,8 +678,15 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     cause. Returns whether any culprit survived."""
     if hunt.head_broken:
         return broken.confirm(hunt, rt, _record_outcome)
+    if hunt.root_kind == "multiple":
+        return multiple.confirm(hunt, rt, _confirm_commits)
     if hunt.root_kind != "commit":
         return True  # env / patch / config / hardware verdicts come from their own A/B already
+    return _confirm_commits(hunt, rt)
+
+
+def _confirm_commits(hunt: Hunt, rt: Runtime) -> bool:
+    """Each of ``hunt.culprits`` against its revert; the first kept becomes ``hunt.root_ref``."""
     kept: list[tuple[str, dict]] = []
     for sha in list(dict.fromkeys(hunt.culprits or [hunt.root_ref or ""])):
         hunt.root_ref = sha
@@ -757,15 +774,20 @@ def confirm_failed(hunt: Hunt, rt: Runtime) -> None:
 
 
 def propose(hunt: Hunt) -> None:
+    hunt.action = multiple.propose(hunt, action_for) if hunt.root_kind == "multiple" else action_for(hunt)
+
+
+def action_for(hunt: Hunt) -> Action:
+    """The fix of the hunt's root cause (one kind), for a person to approve."""
     k, ref = hunt.root_kind, hunt.root_ref
     if k == "commit" and hunt.confirmation.get("conflict"):
-        hunt.action = Action(
+        return Action(
             kind="investigate",
             ref=ref,
             detail=f"{hunt.confirmation['why']}: revert {ref} by hand (`git revert {ref}`) and resolve",
         )
     elif k == "commit":
-        hunt.action = Action(
+        return Action(
             kind="revert",
             ref=ref,
             revert_sha=hunt.confirmation.get("revert_sha"),
@@ -773,17 +795,17 @@ def propose(hunt: Hunt) -> None:
             detail=f"revert {ref} on a new branch (the prepared revert commit)",
         )
     elif k == "env":
-        hunt.action = Action(kind="unset", ref=ref, detail=f"remove {ref} from the server's environment")
+        return Action(kind="unset", ref=ref, detail=f"remove {ref} from the server's environment")
     elif k == "uncommitted":
-        hunt.action = Action(kind="restore", ref=ref, detail=f"discard the uncommitted change to {ref}")
+        return Action(kind="restore", ref=ref, detail=f"discard the uncommitted change to {ref}")
     elif k == "config":
-        hunt.action = Action(kind="restore", ref=ref, detail=f"launch with the good flags ({ref})")
+        return Action(kind="restore", ref=ref, detail=f"launch with the good flags ({ref})")
     elif k == "hardware":
-        hunt.action = Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
+        return Action(kind="investigate", ref=ref, detail="hardware below nominal: not fixable in software")
     elif k == "dependency":
-        hunt.action = dependencies.propose(hunt)
+        return dependencies.propose(hunt)
     else:
-        hunt.action = Action(kind="none")
+        return Action(kind="none")
 
 
 # -- the policies a hunt can name -----------------------------------------------------------

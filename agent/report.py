@@ -60,6 +60,9 @@ def verdict(hunt: Hunt) -> dict:
             "higher_is_better": hunt.target.higher_is_better,
         },
         "root_cause": root,
+        "root_causes": [
+            {k: c.get(k) for k in ("kind", "ref", "summary", "share_pct", "action")} for c in hunt.root_causes
+        ],
         "regression": hunt.regression,
         "hypotheses": hyps,
         "probes": hunt.probes,

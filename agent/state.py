@@ -19,7 +19,7 @@ from tools.bench import BenchConfig
 Status = Literal["running", "concluded", "awaiting_approval", "inconclusive", "failed"]
 Category = Literal["hardware", "environment", "uncommitted", "history", "config", "dependencies", "code_path"]
 HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive"]
-Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "external", "none"]
+Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "external", "multiple", "none"]
 
 
 # What a run's row keeps as its input: enough to start the same hunt again (a replay).
@@ -165,6 +165,7 @@ class Hunt(BaseModel):
     root_kind: Kind | None = None
     root_ref: str | None = None
     root_summary: str = ""
+    root_causes: list[dict] = []  # kind "multiple": each cause's kind, ref, summary, share_pct (agent.multiple)
     regression: dict = {}
     confirmation: dict = {}
     after: dict = {}

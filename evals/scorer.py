@@ -58,6 +58,11 @@ def _payload(e: dict) -> dict:
 
 def named_refs(verdict: dict) -> list[str]:
     rc = verdict.get("root_cause") or {}
+    if rc.get("kind") == "multiple":  # each cause's own refs (a commit cause: its culprits)
+        refs = []
+        for c in verdict.get("root_causes") or []:
+            refs += named_refs({"root_cause": c, "culprits": [c["ref"]] if c.get("kind") == "commit" else []})
+        return list(dict.fromkeys(refs))
     if rc.get("kind") == "commit":
         return list(dict.fromkeys(verdict.get("culprits") or [rc.get("ref")]))
     if rc.get("kind") in (None, "none") or not rc.get("ref"):
@@ -92,7 +97,8 @@ def score(
         graded = 1.0 if exact else 0.0
     else:
         kinds = {c["kind"] for c in truth["root_causes"]}
-        kind_right = got_kind in kinds
+        got = {c.get("kind") for c in verdict.get("root_causes") or []} if got_kind == "multiple" else {got_kind}
+        kind_right = got == kinds if got_kind == "multiple" else got_kind in kinds
         exact = kind_right and len(right) == len(truth_refs) and not extra
         n = len(truth_refs)
         graded = max(0.0, (len(right) - len(extra)) / n) if kind_right else 0.0

@@ -1,0 +1,119 @@
+"""Several causes of different kinds: a pulled commit *and* an uncommitted patch, a package *and*
+an env var. When hypotheses of more than one category are supported, each is localized and
+confirmed on its own, its share of the drop measured (the A/B with only it removed, against the
+drop the hunt reproduced), and all of them are named: ``root_cause.kind`` is ``multiple`` and the
+verdict's ``root_causes`` lists each with its kind, ref and share. The proposal fixes all of them:
+the revert (the one step perf-sleuth can land) first, the others as the commands a person runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.runtime import Runtime
+from agent.state import Action, Hunt
+
+AUTOMATIC = ("revert", "unset", "restore", "pin")  # actions that wait for a person's approval
+
+
+def localize(hunt: Hunt, rt: Runtime, categories: list[str], name: Callable[[str], None]) -> None:
+    """Name the cause of each supported category (``name`` sets ``hunt.root_*`` for one)."""
+    causes = []
+    for cat in categories:
+        hunt.root_kind, hunt.root_ref, hunt.root_summary = None, None, ""
+        name(cat)
+        if hunt.root_kind is None:
+            continue
+        causes.append(
+            {
+                "category": cat,
+                "kind": hunt.root_kind,
+                "ref": hunt.root_ref or "",
+                "summary": hunt.root_summary,
+                "culprits": list(hunt.culprits) if hunt.root_kind == "commit" else [],
+            }
+        )
+    hunt.root_causes = causes
+    _settle(hunt, rt)
+
+
+def _settle(hunt: Hunt, rt: Runtime) -> None:
+    """The hunt's root from its causes: ``multiple`` while more than one stands, else that one."""
+    causes = hunt.root_causes
+    if len(causes) == 1:
+        c = causes[0]
+        hunt.root_kind, hunt.root_ref, hunt.root_summary = c["kind"], c["ref"], c["summary"]
+        hunt.culprits = c["culprits"]
+        hunt.root_causes = []
+        return
+    hunt.root_kind = "multiple"
+    hunt.root_ref = ", ".join(c["ref"] for c in causes)
+    hunt.root_summary = f"{len(causes)} causes: " + "; ".join(f"[{c['kind']}] {c['summary']}" for c in causes)
+    hunt.culprits = [sha for c in causes for sha in c["culprits"]]
+    rt.say(hunt, "localize", hunt.root_summary)
+
+
+def confirm(hunt: Hunt, rt: Runtime, confirm_one: Callable[[Hunt, Runtime], bool]) -> bool:
+    """Confirm each commit cause by its revert (the others rest on their own A/B); a cause that
+    fails is dropped. The shares are measured last. False when none is left."""
+    kept = []
+    commit_confirmation: dict = {}
+    for c in hunt.root_causes:
+        if c["kind"] == "commit":
+            hunt.root_kind, hunt.root_ref, hunt.culprits = "commit", c["ref"], c["culprits"]
+            if not confirm_one(hunt, rt):
+                rt.say(hunt, "confirm", f"cause dropped, its revert recovers nothing: {c['summary']}")
+                continue
+            c["ref"], c["culprits"] = hunt.root_ref, list(hunt.culprits)
+            c["confirmation"] = commit_confirmation = hunt.confirmation
+        kept.append(c)
+    hunt.root_causes = kept
+    hunt.confirmation = commit_confirmation
+    if not kept:
+        hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+        return False
+    for c in kept:
+        c["share_pct"] = share(hunt, c)
+    _settle(hunt, rt)
+    if hunt.root_kind == "multiple":
+        said = ", ".join(f"{c['ref'][:10]} {c['share_pct']:.0f}%" for c in kept if c["share_pct"] is not None)
+        rt.say(hunt, "confirm", f"shares of the drop: {said}")
+    return True
+
+
+def share(hunt: Hunt, cause: dict) -> float | None:
+    """The share of the reproduced drop that removing only this cause recovers, in percent: its
+    own A/B (a commit: HEAD vs HEAD with it reverted; the others: the A/B that supported them)
+    over the drop from the alert's good value to what was reproduced."""
+    now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+    good = hunt.target.good_value
+    if now is None or not good or good == now.median:
+        return None
+    if cause["kind"] == "commit":
+        evidence = (cause.get("confirmation") or {}).get("evidence", [])
+    else:
+        h = next((h for h in hunt.hypotheses if h.category == cause["category"] and h.status == "supported"), None)
+        evidence = h.evidence if h is not None else []
+    if len(evidence) < 2:
+        return None
+    a, b = hunt.get(evidence[0]), hunt.get(evidence[1])
+    return round(abs(a.median - b.median) / abs(good - now.median) * 100, 1)
+
+
+def propose(hunt: Hunt, action_for: Callable[[Hunt], Action]) -> Action:
+    """One action per cause (kept on the cause), and the hunt's action: the first that waits for
+    approval (a revert before the rest), its detail naming every fix in turn."""
+    actions = []
+    confirmation = hunt.confirmation
+    for c in hunt.root_causes:
+        hunt.root_kind, hunt.root_ref = c["kind"], c["ref"]
+        hunt.confirmation = c.get("confirmation") or {}
+        action = action_for(hunt)
+        c["action"] = action.detail
+        actions.append(action)
+    hunt.root_kind, hunt.root_ref = "multiple", ", ".join(c["ref"] for c in hunt.root_causes)
+    hunt.confirmation = confirmation
+    order = sorted(actions, key=lambda a: (a.kind != "revert", a.kind not in AUTOMATIC))
+    first = order[0].model_copy()
+    first.detail = "; then ".join(a.detail for a in order)
+    return first
