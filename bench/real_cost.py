@@ -138,6 +138,7 @@ def main() -> None:
         ok = exact(v, r["truth"])
         pp = pinpoint_cost(spec, r["truth"], r["repo"])
         rows.append({"scenario": spec.stem, "exact": ok, "cost": c, "wall_s": r["wall_s"], "pinpoint": pp})
+        (ROOT / "bench" / "real_cost.json").write_text(json.dumps(rows, indent=1) + "\n")  # a killed run keeps its rows
         pin = (
             f"{pp[0] * 100:>11.0f}% {pp[1]:>8.0f} {real_minutes(int(pp[1]), int(pp[1])):>8.0f}"
             if pp
