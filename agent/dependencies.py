@@ -35,7 +35,7 @@ CATEGORY = "dependencies"
 def snapshot(hunt: Hunt, rt: Runtime) -> None:
     """What the launch's Python has installed now, on the hunt and in the store (the reference of
     a later hunt when this one measures good)."""
-    res = rt.shell(hunt, snapshot_command(policy.setup_prefix(hunt)), timeout=120)
+    res = rt.package_snapshot(hunt, snapshot_command(policy.setup_prefix(hunt)))
     try:
         got = json.loads(res["stdout"].strip().splitlines()[-1]) if res["exit_code"] == 0 else {}
     except (ValueError, IndexError):
@@ -45,7 +45,7 @@ def snapshot(hunt: Hunt, rt: Runtime) -> None:
         "driver": got.get("driver"),
         "python": got.get("python"),
     }
-    if rt.store is not None and hunt.packages["dists"]:
+    if rt.store is not None and rt.cassette is None and hunt.packages["dists"]:  # a replay records nothing new
         rt.store.put_packages(
             hunt.run_id, hunt.target.repo, hunt.target.host, hunt.packages["dists"], good=hunt.root_kind == "none"
         )

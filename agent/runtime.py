@@ -297,6 +297,18 @@ class Runtime:
 
         return self.observe(hunt, "host_run", {"cmd": cmd}, live)
 
+    def package_snapshot(self, hunt: Hunt, cmd: str) -> dict:
+        """What the launch's Python has installed (``tools.packages.SNAPSHOT_PY`` run by ``cmd``):
+        a read of the host made by the hunt itself, never by a model's shell."""
+
+        def live() -> dict:
+            res = self.host.run(cmd, timeout=120)
+            return {"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr[-2000:]}
+
+        return self.observe(
+            hunt, "package_snapshot", {"cmd": cmd}, live, result_text=lambda r: f"exit {r['exit_code']}"
+        )
+
     def server_args(self, hunt: Hunt, label: str) -> dict[str, str]:
         """The server args logged by the first launch of the state measured under ``label``."""
 

@@ -1,6 +1,6 @@
 """No false `none`: a drop reproduced beyond noise that nothing in the repository explains (here a
-slower runtime package installed on the host, which the policy has no hypothesis for yet) ends
-`external`, naming what was measured, with exit 1 and nothing to approve."""
+slower runtime package installed on the host, with no pip log and no earlier good hunt to tell
+what changed) ends `external`, naming what was measured, with exit 1 and nothing to approve."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write
     text += '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\n'
     text += 'effect = { cost = "moe_experts", scale = 3.0 }\n'
     res = build(load_spec(write_spec(text)), tmp_path / "scenario")
-    proc = sleuth_in_process("hunt", "--alert", res.root / "alert.json", "--db", tmp_path / "r.db", "--json")
+    alert = json.loads((res.root / "alert.json").read_text())
+    del alert["alerts"][0]["annotations"]["pip_log"]  # the operator keeps no pip log: no reference
+    (tmp_path / "alert.json").write_text(json.dumps(alert))
+    proc = sleuth_in_process("hunt", "--alert", tmp_path / "alert.json", "--db", tmp_path / "r.db", "--json")
     v = json.loads(proc.stdout)
     assert proc.returncode == 1, v
     assert v["status"] == "concluded" and v["root_cause"]["kind"] == "external", v["root_cause"]
     summary = v["root_cause"]["summary"]
     assert "the known-good commit measures like HEAD" in summary and "vs the alert's good 70" in summary
     assert "installed packages" in summary
+    assert "packages: no reference to compare with" in summary
     assert v["regression"]["delta_pct"] < -3
     assert v["proposed_action"]["kind"] == "investigate"
