@@ -574,12 +574,19 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
     if not sup and history is not None:
         # The known-good ref measures like HEAD here: whatever the alert saw is not in the code,
         # the environment the launch sees, the patches or the flags.
-        if hunt.regression.get("delta_pct") is not None:
-            _external(hunt, history)  # reproduce measured a drop beyond noise: it is real
+        if hunt.regression.get("delta_pct") is not None and not _alert_within_noise(hunt):
+            _external(hunt, history)  # a drop beyond noise, and beyond the alert number's own noise
             return
         hunt.root_kind, hunt.status = "none", "concluded"
+        r = hunt.regression
+        within = (
+            f"; the alert's good {r['good']:g} is within two sample sds of now ({r['bad']:g}, noise CV "
+            f"{r['noise_cv_pct']:.1f}%): one run's noise, not a regression"
+            if r.get("delta_pct") is not None
+            else ""
+        )
         hunt.root_summary = (
-            f"no regression between the known-good ref and now on this machine ({history.reason}); "
+            f"no regression between the known-good ref and now on this machine ({history.reason}){within}; "
             "every hypothesis refuted. If the alert is real, look outside the repo: packages, driver, machine"
         )
         return
@@ -635,6 +642,19 @@ def name_cause(hunt: Hunt, rt: Runtime, category: str, sup: list[Hypothesis]) ->
     elif category == "hardware":
         hunt.root_kind, hunt.root_ref = "hardware", by["hardware"].subject
         hunt.root_summary = by["hardware"].reason
+
+
+def _alert_within_noise(hunt: Hunt) -> bool:
+    """The known-good commit measures like HEAD: is the alert's good value itself within the
+    benchmark's noise of what is measured now? That value is one run, taken elsewhere and earlier:
+    its own spread is at least one sample's (and a launch's level moves by a few percent on a
+    one-slot host, which the median of one launch's samples does not show). Within two sample
+    sds it is no evidence of a regression at all."""
+    now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+    good = hunt.target.good_value
+    if now is None or not good:
+        return False
+    return abs(good - now.median) <= 2 * now.cv * abs(now.median)
 
 
 def _external(hunt: Hunt, history: Hypothesis) -> None:

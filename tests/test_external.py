@@ -32,3 +32,23 @@ def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write
     assert "packages: no reference to compare with" in summary
     assert v["regression"]["delta_pct"] < -3
     assert v["proposed_action"]["kind"] == "investigate"
+
+
+def _hunt(good: float, now_median: float, cv: float):
+    from agent.state import Hunt, Measured, Target
+
+    now = Measured(
+        id="m1", label="now", ref="x", launch="", samples=[now_median] * 5, median=now_median,
+        ci_low=now_median, ci_high=now_median, cv=cv,
+    )  # fmt: skip
+    return Hunt(run_id="r", target=Target(repo="/r", good_value=good), measurements=[now], reproduced="m1")
+
+
+def test_an_alert_number_within_two_sample_sds_of_now_is_noise_not_an_external_cause():
+    """When the known-good commit measures like HEAD, the alert's good value is the only evidence
+    left, and it is one run: 89 vs 86 at a 4.6 % sample CV is its noise (none); 89 vs 77 is not."""
+    from agent.policy import _alert_within_noise
+
+    assert _alert_within_noise(_hunt(89, 85.9, 0.046))
+    assert not _alert_within_noise(_hunt(89, 77.2, 0.043))
+    assert not _alert_within_noise(_hunt(70, 60.0, 0.03))
