@@ -169,7 +169,7 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
         m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
         if isinstance(m, str):
             break
-        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label)
+        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label, better="b")
         numbers = policy._fmt(cmp, now, m, hunt.target.metric)
         share = (m.median - now.median) / full if full else 0.0
         if cmp.verdict == "different" and policy._better(hunt, m, now) and share >= 0.5:
