@@ -163,13 +163,14 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
     A half holds the culprit when it recovers at least half of what all of them recover."""
     full = old.median - now.median
     suspects = list(group)
+    alone: Measured | None = None
     while len(suspects) > 1:
         half, rest = suspects[: len(suspects) // 2], suspects[len(suspects) // 2 :]
         names = [x.subject or "" for x in half]
         m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
         if isinstance(m, str):
             break
-        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label, better="b")
+        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label)
         numbers = policy._fmt(cmp, now, m, hunt.target.metric)
         share = (m.median - now.median) / full if full else 0.0
         if cmp.verdict == "different" and policy._better(hunt, m, now) and share >= 0.5:
@@ -180,7 +181,25 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
             why = f"localization: {', '.join(names)} at the old version recovers nothing ({numbers})"
         for x in cleared:
             x.status, x.reason, x.evidence = "refuted", why, [now.id, m.id]
-    rt.say(hunt, "localize", f"the package that matters: {', '.join(x.subject or '' for x in suspects)}")
+        alone = m if len(half) == 1 and suspects == half else None
+    last = suspects[0]
+    if len(group) > 1 and alone is None:  # named by elimination: its own A/B must show it too
+        m = _measure_old(hunt, rt, [last], f"deps-old {last.subject}")
+        if not isinstance(m, str):
+            cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label, better="b")
+            if not policy.explains(hunt, cmp, m, now):
+                # Load or drift misled a halving step: name what is known (all of them recover it).
+                for x in group:
+                    x.status, x.reason = (
+                        "supported",
+                        f"{x.reason}; halving inconclusive: {last.subject} alone does not "
+                        f"recover it ({policy._fmt(cmp, now, m, hunt.target.metric)})",
+                    )
+                rt.say(hunt, "localize", "the packages that matter: could not be told apart; all of them named")
+                return
+            last.reason += f"; alone: {policy._fmt(cmp, now, m, hunt.target.metric)}"
+            last.evidence = [now.id, m.id]
+    rt.say(hunt, "localize", f"the package that matters: {last.subject}")
 
 
 def conclude(hunt: Hunt, sup: list[Hypothesis]) -> None:

@@ -453,7 +453,7 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
         rest = suspects[len(suspects) // 2 :]
         paths = [x.subject for x in half if x.subject]
         m = rt.measure(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
-        cmp, head, m = ab(hunt, rt, head, m, "HEAD", m.label, better="a")  # a half without the culprit stops early
+        cmp, head, m = ab(hunt, rt, head, m, "HEAD", m.label)
         numbers = _fmt(cmp, head, m, hunt.target.metric)
         share = (m.median - head.median) / full if full else 0.0
         if cmp.verdict == "different" and _better(hunt, head, m) and share >= 0.5:

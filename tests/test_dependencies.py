@@ -144,10 +144,12 @@ def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_lo
     alert = json.loads((several.root / "alert.json").read_text())
     ann = alert["alerts"][0]["annotations"]
     del ann["pip_log"]
-    path = tmp_path / "alert.json"
+    path, before = tmp_path / "alert.json", tmp_path / "before.json"
     path.write_text(json.dumps(alert))
+    ann["good_value"] = ann["bad_value"]  # a routine check before the upgrade: no drop to hunt, on any load
+    before.write_text(json.dumps(alert))
     db = tmp_path / "r.db"
-    first = json.loads(sleuth_in_process("hunt", "--alert", path, "--db", db, "--json", "--samples", "3").stdout)
+    first = json.loads(sleuth_in_process("hunt", "--alert", before, "--db", db, "--json", "--samples", "3").stdout)
     assert first["root_cause"]["kind"] == "none", first["root_cause"]  # good before the upgrade
     os.rename(site, tmp_path / "old-site")
     os.rename(saved, site)
