@@ -154,3 +154,18 @@ def test_a_wrong_pruning_shows_in_the_culprits_sandwich():
     res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(no_ops=[shas[3], shas[4]]))
     assert [c.sha for c in res.culprits] == [shas[2]]
     assert not res.culprits[0].verified
+
+
+def test_a_level_halfway_between_the_references_is_never_called_good_by_the_likelihood_ratio():
+    """Two culprits, each about half the drop: the first one's level is closer to good than to bad
+    but a step all the same. These are a real lab run's samples (one launch's first sample high),
+    which the likelihood ratio alone once called good, so the second culprit was never looked for."""
+    from tools.bisect import _classify
+
+    good = [83.4, 88.3, 87.6, 90.7, 88.4]
+    bad = [63.3, 59.7, 65.7, 63.9, 57.6]
+    probe = [87.9, 77.2, 72.8, 76.7, 76.4]
+    verdict, *_ = _classify(good, bad, probe, BisectConfig(), at_cap=False)
+    assert verdict != "good"
+    near_good = [88.1, 86.9, 89.5, 87.2, 88.8]
+    assert _classify(good, bad, near_good, BisectConfig(), at_cap=False)[0] == "good"

@@ -198,12 +198,14 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     # The likelihood ratio assumes c looks like one of the two references; a level in between
     # (several steps) would fool it, so it may only conclude where a rank test agrees.
     sprt_bad = llr >= bound and vb.p_value >= cfg.consistency_p
-    sprt_good = llr <= -bound and vg.p_value >= cfg.consistency_p
+    # ...and either may call it good only near good: a level a quarter or more of the way to bad is
+    # a step (of several) that more samples must decide, however much closer to good than to bad.
+    sprt_good = llr <= -bound and vg.p_value >= cfg.consistency_p and frac < cfg.min_effect_fraction
     if (sprt_bad or vg.verdict == "different") and frac >= cfg.min_effect_fraction:
         return "bad", vg.p_value, vb.p_value, True
     if (
         sprt_good
-        or vg.verdict == "same"
+        or (vg.verdict == "same" and frac < cfg.min_effect_fraction)  # "same" at a few samples is weak
         or (vb.verdict == "different" and frac < cfg.min_effect_fraction and vg.verdict != "different")
     ):
         return "good", vg.p_value, vb.p_value, True
