@@ -700,9 +700,25 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
         return broken.confirm(hunt, rt, _record_outcome)
     if hunt.root_kind == "multiple":
         return multiple.confirm(hunt, rt, _confirm_commits)
-    if hunt.root_kind != "commit":
-        return True  # env / patch / config / hardware verdicts come from their own A/B already
-    return _confirm_commits(hunt, rt)
+    ok = hunt.root_kind != "commit" or _confirm_commits(hunt, rt)  # the others: their own A/B already
+    if ok:
+        _explained(hunt, rt)
+    return ok
+
+
+def _explained(hunt: Hunt, rt: Runtime) -> None:
+    """How much of the reproduced drop the one named cause recovers (its own A/B), on the verdict's
+    ``regression.explained_pct``; under 80 % the summary says the rest is not explained."""
+    category = {"commit": "history", "env": "environment", "dependency": "dependencies"}.get(
+        hunt.root_kind or "", hunt.root_kind or ""
+    )
+    pct = multiple.share(hunt, {"kind": hunt.root_kind, "category": category, "confirmation": hunt.confirmation})
+    if pct is None:
+        return
+    hunt.regression["explained_pct"] = pct
+    if pct < 80:
+        hunt.root_summary += f"; it recovers {pct:.0f}% of the drop: the rest is not explained"
+        rt.say(hunt, "confirm", f"the named cause recovers {pct:.0f}% of the drop; the rest is not explained")
 
 
 def _confirm_commits(hunt: Hunt, rt: Runtime) -> bool:
