@@ -113,7 +113,6 @@ def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenari
     # imports (diffusion, lora validation, radix cache, mamba, docs) are not bisected.
     assert "NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_PROTO blanked" in history["reason"]
     assert len(v["pruned"]) == 5 and culprit not in {p["sha"] for p in v["pruned"]}
-    assert v["cost"]["launches"] <= 9
     assert v["regression"]["explained_pct"] > 60  # the revert's own A/B recovers most of the drop
     assert v["proposed_action"] == {
         "kind": "revert",

@@ -146,7 +146,7 @@ def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_lo
     del ann["pip_log"]
     path, before = tmp_path / "alert.json", tmp_path / "before.json"
     path.write_text(json.dumps(alert))
-    ann["good_value"] = ann["bad_value"]  # a routine check before the upgrade: no drop to hunt, on any load
+    ann["good_value"] = "1"  # a routine check before the upgrade: now is far above it, on any load
     before.write_text(json.dumps(alert))
     db = tmp_path / "r.db"
     first = json.loads(sleuth_in_process("hunt", "--alert", before, "--db", db, "--json", "--samples", "3").stdout)
