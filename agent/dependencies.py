@@ -18,6 +18,7 @@ import shlex
 import agent.policy as policy
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
+from tools.metric import last_json
 from tools.packages import (
     OVERLAY_PY,
     Change,
@@ -35,11 +36,8 @@ CATEGORY = "dependencies"
 def snapshot(hunt: Hunt, rt: Runtime) -> None:
     """What the launch's Python has installed now, on the hunt and in the store (the reference of
     a later hunt when this one measures good)."""
-    res = rt.package_snapshot(hunt, snapshot_command(policy.setup_prefix(hunt)))
-    try:
-        got = json.loads(res["stdout"].strip().splitlines()[-1]) if res["exit_code"] == 0 else {}
-    except (ValueError, IndexError):
-        got = {}
+    res = rt.shell(hunt, snapshot_command(policy.setup_prefix(hunt)), timeout=120, name="package_snapshot")
+    got = (last_json(res["stdout"]) or {}) if res["exit_code"] == 0 else {}
     hunt.packages = {
         "dists": {k: v["version"] for k, v in got.get("dists", {}).items()},
         "driver": got.get("driver"),
@@ -170,10 +168,8 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
         m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
         if isinstance(m, str):
             break
-        cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label)
-        numbers = policy._fmt(cmp, now, m, hunt.target.metric)
-        share = (m.median - now.median) / full if full else 0.0
-        if cmp.verdict == "different" and policy._better(hunt, m, now) and share >= 0.5:
+        moved, now, m, numbers = policy.halving_step(hunt, rt, now, m, "now", full)
+        if moved:
             cleared, suspects = rest, half
             why = f"localization: only {', '.join(names)} at the old version already recovers it ({numbers})"
         else:

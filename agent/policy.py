@@ -453,10 +453,8 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
         rest = suspects[len(suspects) // 2 :]
         paths = [x.subject for x in half if x.subject]
         m = rt.measure(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
-        cmp, head, m = ab(hunt, rt, head, m, "HEAD", m.label)
-        numbers = _fmt(cmp, head, m, hunt.target.metric)
-        share = (m.median - head.median) / full if full else 0.0
-        if cmp.verdict == "different" and _better(hunt, head, m) and share >= 0.5:
+        moved, head, m, numbers = halving_step(hunt, rt, head, m, "HEAD", full)
+        if moved:
             cleared, suspects = rest, half
             why = f"localization: HEAD plus only [{', '.join(paths)}] already reproduces the slowdown ({numbers})"
         else:
@@ -465,6 +463,19 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
         for x in cleared:
             x.status, x.reason, x.evidence = "refuted", why, [head.id, m.id]
     rt.say(hunt, "localize", f"the uncommitted change that matters: {suspects[0].subject}")
+
+
+def halving_step(hunt: Hunt, rt: Runtime, base: Measured, m: Measured, base_label: str, full: float):
+    """One step of a localization by halving: A/B ``base`` vs ``m`` (the state with half of the
+    suspects changed). The half holds the culprit when ``m`` differs measurably from ``base`` and
+    moved at least half of ``full`` (the signed change of all suspects together, from ``base``):
+    a 2 % wobble is not the 24 % being hunted. Returns (holds it, base, m, the A/B in words)."""
+    cmp, base, m = ab(hunt, rt, base, m, base_label, m.label)
+    share = (m.median - base.median) / full if full else 0.0
+    # share >= 0.5 > 0 also means m moved from base the way all the suspects together did (the
+    # callers' ``full`` comes from an A/B that explained the drop, so its sign is the right one).
+    moved = cmp.verdict == "different" and share >= 0.5
+    return moved, base, m, _fmt(cmp, base, m, hunt.target.metric)
 
 
 def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:

@@ -288,26 +288,16 @@ class Runtime:
             hunt, "git_rev_list", {"good": good, "head": head}, lambda: self.ctx.git.rev_list(good, head)
         )
 
-    def shell(self, hunt: Hunt, cmd: str, timeout: float = 60) -> dict:
-        """A read-only shell probe on the host: exit code and output."""
+    def shell(self, hunt: Hunt, cmd: str, timeout: float = 60, name: str = "host_run") -> dict:
+        """A read-only shell probe on the host: exit code and output. ``name``: what the record
+        calls it (a read the hunt makes itself, e.g. ``package_snapshot``, is not a ``host_run``
+        a model's shell could be said to have made)."""
 
         def live() -> dict:
             res = self.host.run(cmd, timeout=timeout)
             return {"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr[-2000:]}
 
-        return self.observe(hunt, "host_run", {"cmd": cmd}, live)
-
-    def package_snapshot(self, hunt: Hunt, cmd: str) -> dict:
-        """What the launch's Python has installed (``tools.packages.SNAPSHOT_PY`` run by ``cmd``):
-        a read of the host made by the hunt itself, never by a model's shell."""
-
-        def live() -> dict:
-            res = self.host.run(cmd, timeout=120)
-            return {"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr[-2000:]}
-
-        return self.observe(
-            hunt, "package_snapshot", {"cmd": cmd}, live, result_text=lambda r: f"exit {r['exit_code']}"
-        )
+        return self.observe(hunt, name, {"cmd": cmd}, live)
 
     def server_args(self, hunt: Hunt, label: str) -> dict[str, str]:
         """The server args logged by the first launch of the state measured under ``label``."""

@@ -19,12 +19,13 @@ that exist at neither traced end (nothing can be said about them).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
+
+from tools.files import write_json_atomic
 
 TRACE_ENV = {"PYTHONPROFILEIMPORTTIME": "1"}
 MAIN_GUARD = r"__name__ *== *.__main__."  # a file run as a script (git grep -E)
@@ -150,6 +151,4 @@ class ImportTraces:
         self.data[sha] = sorted(set(self.data.get(sha, [])) | modules)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.data))
-            os.replace(tmp, self.path)
+            write_json_atomic(self.path, self.data)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import shlex
 import statistics
@@ -47,6 +46,7 @@ from pydantic import BaseModel
 from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
 from tools.codepath import TRACE_ENV, ImportTraces, imported_modules
+from tools.files import write_json_atomic
 from tools.git import CliGit
 from tools.host import Host, HostError
 from tools.metric import MetricError, MetricSpec
@@ -198,9 +198,7 @@ class MeasureCache:
         the previous cache whole, never a truncated file."""
         if self.path:
             with self.lock:
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(self.data))
-                os.replace(tmp, self.path)
+                write_json_atomic(self.path, self.data)
 
 
 class _Launched:
