@@ -294,7 +294,10 @@ class Runtime:
         a model's shell could be said to have made)."""
 
         def live() -> dict:
-            res = self.host.run(cmd, timeout=timeout)
+            left = None if hunt.phase in AFTER_APPROVAL else hunt.started_at + hunt.budget.max_wall_s - time.time()
+            # The hunt's wall budget bounds these waits too (an overlay unpacked for minutes must not
+            # carry it past --max-wall); the next check_wall then ends the hunt.
+            res = self.host.run(cmd, timeout=timeout if left is None else min(timeout, max(1.0, left)))
             return {"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr[-2000:]}
 
         return self.observe(hunt, name, {"cmd": cmd}, live)
