@@ -172,10 +172,22 @@ def launch(
     command = render(template, worktree, port)
     log_path = str(log_path)
     exports = " ".join(f"export {k}={shlex.quote(v)};" for k, v in (env or {}).items())
+    # On this machine the starter registers the server itself, before it answers: it runs in a
+    # session of its own, so a SIGKILL of this process between the spawn and our own write (a
+    # window a loaded machine widens) cannot leave an unregistered orphan.
+    register = ""
+    if pid_dir is not None and isinstance(host, LocalHost):
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        entry = json.dumps({"pid": 0, "owner": os.getpid(), "host": host.name}).replace('"pid": 0', '"pid": %d')
+        tmp = pid_dir / f".starting-{os.getpid()}-{port}.tmp"
+        register = (
+            f"printf {shlex.quote(entry)} $! > {shlex.quote(str(tmp))} && "
+            f"mv {shlex.quote(str(tmp))} {shlex.quote(str(pid_dir))}/$!.json && "
+        )
     starter = (
         f"mkdir -p {shlex.quote(str(Path(log_path).parent))} && cd {shlex.quote(str(worktree))} && "
         f"{{ {exports} setsid bash -c {shlex.quote(command)} >> {shlex.quote(log_path)} 2>&1 "
-        f"< /dev/null & }} && echo $!"
+        f"< /dev/null & }} && {register}echo $!"
     )
     res = host.run(starter, timeout=30)
     if not res.ok or not res.stdout.strip().isdigit():
@@ -184,9 +196,10 @@ def launch(
         command=command, host=host, port=port, local_port=port, log_path=log_path, pid=int(res.stdout.strip())
     )
     if pid_dir is not None:
-        pid_dir.mkdir(parents=True, exist_ok=True)
         server.pid_file = pid_dir / f"{server.pid}.json"
-        server.pid_file.write_text(json.dumps({"pid": server.pid, "owner": os.getpid(), "host": host.name}))
+        if not register:  # a remote host: registered here, once its pid is known
+            pid_dir.mkdir(parents=True, exist_ok=True)
+            server.pid_file.write_text(json.dumps({"pid": server.pid, "owner": os.getpid(), "host": host.name}))
     try:
         server.local_port = host.forward(port)
         server.startup_s = wait_healthy(f"{server.base_url}/health", health_timeout_s, server.alive)
