@@ -133,7 +133,7 @@ def _measure_old(hunt: Hunt, rt: Runtime, group: list[Hypothesis], label: str) -
     where, why = overlay(hunt, rt, group)
     if where is None:
         return why
-    return rt.measure(hunt, label, "WORKTREE", launch=with_pythonpath(hunt.target.launch, where))
+    return rt.planned(hunt, label, "WORKTREE", launch=with_pythonpath(hunt.target.launch, where))
 
 
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:

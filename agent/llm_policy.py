@@ -179,20 +179,20 @@ class LLMPolicy(Methodical):
         k = hunt.root_kind
         if k == "commit":
             return confirm(hunt, rt)
-        now = hunt.get(hunt.reproduced) if hunt.reproduced else rt.measure(hunt, "now", "WORKTREE")
+        now = hunt.get(hunt.reproduced) if hunt.reproduced else rt.planned(hunt, "now", "WORKTREE")
         if k == "env":
             var = hunt.root_ref or ""
-            fixed = rt.measure(hunt, f"now-without-{var}", "WORKTREE", env={var: ""})
+            fixed = rt.planned(hunt, f"now-without-{var}", "WORKTREE", env={var: ""})
         elif k == "uncommitted":
             culprits = {p.strip() for p in (hunt.root_ref or "").split(",")}
             rest = sorted(set(changed_files(hunt, rt)) - culprits)
             fixed = (
-                rt.measure(hunt, "now-without-patch", "WORKTREE", paths=rest)
+                rt.planned(hunt, "now-without-patch", "WORKTREE", paths=rest)
                 if rest
-                else rt.measure(hunt, "HEAD", "HEAD")
+                else rt.planned(hunt, "HEAD", "HEAD")
             )
         elif k == "config" and hunt.target.good_launch:
-            fixed = rt.measure(hunt, "launch-good", "WORKTREE", launch=hunt.target.good_launch)
+            fixed = rt.planned(hunt, "launch-good", "WORKTREE", launch=hunt.target.good_launch)
         else:  # hardware (its reading is the evidence), dependency (no A/B here)
             hunt.confirmation = {"ok": True, "text": f"no A/B for a {k} cause: the model's evidence stands"}
             return True

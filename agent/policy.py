@@ -84,9 +84,17 @@ def ab(
     label_b: str,
     alpha: float = 0.01,
     better: str | None = None,
+    n: int | None = None,
 ):
-    """Compare two measured states; while unknown, take more samples of both (twice, at most).
-    One of many tests of the same question passes a smaller ``alpha`` (Bonferroni).
+    """Compare two states on samples taken together: ``n`` (the budget's samples per state, at
+    least 6) new samples of each, interleaved on two warm servers or in balanced launches on a
+    one-slot host.
+    Samples either side got earlier (the reproduction, another A/B, the bisection) are not used:
+    taken at another time, under another load, they make drift look like a difference (two warm
+    servers measured one after the other under a neighbour's changing load differed by 9 % on a
+    change that does nothing). While unknown, more fresh rounds (as many again, then twice as
+    many), joined to the first. One of many tests of the same question passes a smaller
+    ``alpha`` (Bonferroni). ``a`` and ``b`` may be measured states or ``Runtime.planned`` ones.
 
     ``better`` ("a" or "b"): the side that must be better for the hypothesis under test to
     explain the regression. Then an unknown answer whose one-sided test already rules out a gain
@@ -94,13 +102,14 @@ def ab(
     launch or more on a one-slot host, could only make a difference too small to matter
     significant. "either": no side is named (a model's compare); the test is on the side that
     measures better so far (the other one is further still from such a gain)."""
+    n = n or max(hunt.budget.samples, 6)  # 5 + 5 reach p <= 0.01 only if independent: see fresh_ab
+    a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
     cmp = _ab_round(hunt, a, b, alpha, better)
-    n = len(a.samples)
-    for _ in range(2):
+    for more in (n, 2 * n):
         if cmp.verdict != "unknown" or ruled_out(cmp):
             break
-        n *= 2
-        a, b = rt.measure_pair(hunt, a, b, n)  # the extra samples interleaved: load hits both alike
+        more_a, more_b = rt.measure_pair(hunt, a, b, more, fresh=True)
+        a, b = rt.joined(hunt, a, more_a), rt.joined(hunt, b, more_b)
         cmp = _ab_round(hunt, a, b, alpha, better)
     return cmp, a, b
 
@@ -130,19 +139,18 @@ def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
 
 
 def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
-    """A confirmation: a fresh A/B of (label, ref) a against b, ``n`` new samples each (at least
-    6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01 at all, and only with
-    independent samples; in launches of two or three they count for less, and 6 + 6 still
-    reaches it at a design effect up to 1.4), interleaved or in balanced launches on a one-slot
-    host, never samples from the bisection or the ledger's tests; while the answer is unknown,
-    more fresh rounds of as many again, up to three."""
+    """A confirmation: a fresh A/B of (label, ref) a against b on servers launched for it, ``n``
+    new samples each (at least 6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01
+    at all, and only with independent samples; in launches of two or three they count for less,
+    and 6 + 6 still reaches it at a design effect up to 1.4), never samples from the bisection
+    or the ledger's tests; while the answer is unknown, more fresh rounds, as ``ab``."""
     n = max(n, 6)
     ma, mb = rt.fresh_pair(hunt, a, b, n)
     cmp = launch_aware(hunt, ma, mb)
-    for _ in range(2):
+    for more in (n, 2 * n):
         if cmp.verdict != "unknown":
             break
-        more_a, more_b = rt.fresh_pair(hunt, a, b, n)
+        more_a, more_b = rt.measure_pair(hunt, ma, mb, more, fresh=True, relaunch=True)
         ma, mb = rt.joined(hunt, ma, more_a), rt.joined(hunt, mb, more_b)
         cmp = launch_aware(hunt, ma, mb)
     return cmp, ma, mb
@@ -391,7 +399,7 @@ def _blanked_vs_now(hunt: Hunt, rt: Runtime, label: str, ref: str, env: list[Hyp
     """A/B: what was reproduced ("now") vs ``ref`` with the suspected variables blanked, the
     blanked side the one that must be better; (comparison, now, blanked, its text)."""
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    blanked = rt.measure(hunt, label, ref, env={x.subject: "" for x in env if x.subject})
+    blanked = rt.planned(hunt, label, ref, env={x.subject: "" for x in env if x.subject})
     cmp, now, blanked = ab(hunt, rt, now, blanked, "now", label, better="b")
     return cmp, now, blanked, _fmt(cmp, now, blanked, hunt.target.metric)
 
@@ -419,7 +427,7 @@ def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measure
     (Bonferroni) and must also recover at least the smallest effect that matters."""
     alpha = 0.01 / max(1, len(group))
     for h in group:
-        one = rt.measure(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
+        one = rt.planned(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
         cmp, now, one = ab(hunt, rt, now, one, "now", one.label, alpha=alpha, better="b")
         if explains(hunt, cmp, one, now):
             h.status, h.reason, h.evidence = "supported", _fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
@@ -430,7 +438,7 @@ def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measure
 def _test_uncommitted(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     group = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    head = rt.measure(hunt, "HEAD", "HEAD")
+    head = rt.planned(hunt, "HEAD", "HEAD")
     cmp, head, now = ab(hunt, rt, head, now, "HEAD", "now", better="a")
     text = _fmt(cmp, head, now, hunt.target.metric)
     if explains(hunt, cmp, head, now):
@@ -452,7 +460,7 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
         half = suspects[: len(suspects) // 2]
         rest = suspects[len(suspects) // 2 :]
         paths = [x.subject for x in half if x.subject]
-        m = rt.measure(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
+        m = rt.planned(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
         moved, head, m, numbers = halving_step(hunt, rt, head, m, "HEAD", full)
         if moved:
             cleared, suspects = rest, half
@@ -481,8 +489,8 @@ def halving_step(hunt: Hunt, rt: Runtime, base: Measured, m: Measured, base_labe
 def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     """The known-good commit vs HEAD, both under the bisection's environment (``probe_env``)."""
     env = hunt.probe_env or None
-    good = rt.measure(hunt, "good-candidate", hunt.good_candidate, env=env)  # type: ignore[arg-type]
-    head = rt.measure(hunt, "HEAD", "HEAD", env=env)
+    good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=env)  # type: ignore[arg-type]
+    head = rt.planned(hunt, "HEAD", "HEAD", env=env)
     cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a")
     text = _fmt(cmp, good, head, hunt.target.metric)
     if env:
@@ -493,8 +501,8 @@ def _test_history(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
 
 def _test_config(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     t = hunt.target
-    cur = rt.measure(hunt, "launch-now", "HEAD")
-    old = rt.measure(hunt, "launch-good", "HEAD", launch=t.good_launch)
+    cur = rt.planned(hunt, "launch-now", "HEAD")
+    old = rt.planned(hunt, "launch-good", "HEAD", launch=t.good_launch)
     cmp, old, cur = ab(hunt, rt, old, cur, "launch-good", "launch-now", better="a")
     text = _fmt(cmp, old, cur, t.metric)
     flags_now, flags_good = set(shlex.split(t.launch)), set(shlex.split(t.good_launch or ""))

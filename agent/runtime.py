@@ -431,10 +431,7 @@ class Runtime:
         """Measure a state (cached); the result joins the hunt's measurements under a new id.
         ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
         sha = self.resolve(hunt, ref, paths)
-        if hunt.target.command:  # a benchmark command: the env is its own (no launch to put it in)
-            state = State(label=label, ref=sha, launch=launch or hunt.target.launch, env=env or {})
-        else:
-            state = State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
+        state = self._state_of(hunt, label, sha, env, launch)
         self._count_probe(hunt, state)
         self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
         n = samples or hunt.budget.samples
@@ -451,22 +448,47 @@ class Runtime:
             raise
         return self._measured(hunt, label, sha, env or {}, state.launch, got)
 
+    @staticmethod
+    def _state_of(hunt: Hunt, label: str, sha: str, env: dict[str, str] | None, launch: str | None) -> State:
+        if hunt.target.command:  # a benchmark command: the env is its own (no launch to put it in)
+            return State(label=label, ref=sha, launch=launch or hunt.target.launch, env=env or {})
+        return State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
+
+    def planned(
+        self,
+        hunt: Hunt,
+        label: str,
+        ref: str,
+        env: dict[str, str] | None = None,
+        launch: str | None = None,
+        paths: list[str] | None = None,
+    ) -> Measured:
+        """A state an A/B is about to measure (``measure``'s arguments): resolved and counted
+        against the probe budget, with no samples yet. An A/B measures its two sides together
+        (``measure_pair``), so nothing is measured on its own first."""
+        sha = self.resolve(hunt, ref, paths)
+        state = self._state_of(hunt, label, sha, env, launch)
+        self._count_probe(hunt, state)
+        empty = {"samples": [], "median": 0, "ci_low": 0, "ci_high": 0, "cv": 0}
+        return Measured(id="", label=label, ref=sha, launch=state.launch, env=env or {}, **empty)
+
     def _state(self, hunt: Hunt, m: Measured) -> State:
         """The measured state of ``m`` as the measurer keys it."""
         return State(label=m.label, ref=m.ref, launch=m.launch, env=m.env if hunt.target.command else {})
 
     def measure_pair(
-        self, hunt: Hunt, a: Measured, b: Measured, samples: int, fresh: bool = False
+        self, hunt: Hunt, a: Measured, b: Measured, samples: int, fresh: bool = False, relaunch: bool = False
     ) -> tuple[Measured, Measured]:
-        """More samples of two measured states, taken interleaved (see ``Measurer.measure_pair``);
-        ``fresh``: ``samples`` new ones of each (a confirmation never reuses earlier samples)."""
+        """More samples of two states, taken interleaved (see ``Measurer.measure_pair``);
+        ``fresh``: ``samples`` new ones of each, and only those returned (an A/B never decides on
+        samples taken at another time); ``relaunch``: on servers launched for it (a confirmation)."""
         self.check_wall(hunt)
         sa, sb = self._state(hunt, a), self._state(hunt, b)
         how = f"{samples} new samples each" if fresh else f"{samples} samples each"
         self.say(hunt, "probe", f"measuring {a.label} and {b.label} interleaved ({how})")
 
         def live() -> dict:
-            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples, fresh=fresh)
+            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples, fresh=fresh, relaunch=relaunch)
             k = samples if fresh else None  # fresh: only the new samples are this A/B's
             return {
                 "a": {"samples": ma.samples[-k:] if k else ma.samples, "verify_ms": ma.verify_ms},
@@ -478,10 +500,12 @@ class Runtime:
             return {"ref": st.ref, "launch": st.launch} | ({"env": st.env} if st.env else {})
 
         args = {"a": side(sa), "b": side(sb), "samples": samples} | ({"fresh": True} if fresh else {})
+        if relaunch:
+            args["relaunch"] = True
         try:
             got = self.observe(hunt, "measure_pair", args, lambda: self._costed(hunt, live))
         except ProbeError as exc:
-            self.broken_state(hunt, f"{a.label}/{b.label}", exc)
+            self.broken_state(hunt, getattr(exc, "label", f"{a.label}/{b.label}"), exc)  # the side that failed
             raise
         for k in ("a", "b"):
             got[k]["groups"] = got.get("groups", {}).get(k, [])
@@ -492,16 +516,10 @@ class Runtime:
 
     def fresh_pair(self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int) -> tuple[Measured, Measured]:
         """A fresh A/B of two states ((label, ref) each): ``samples`` new samples of each, taken
-        interleaved (or in a balanced launch order on a one-slot host), none reused from earlier
-        measurements. What a confirmation is made of."""
-        sides = []
-        for label, ref in (a, b):
-            sha = self.resolve(hunt, ref)
-            state = State(label=label, ref=sha, launch=hunt.target.launch)
-            self._count_probe(hunt, state)
-            empty = {"samples": [], "median": 0, "ci_low": 0, "ci_high": 0, "cv": 0}
-            sides.append(Measured(id="", label=label, ref=sha, launch=state.launch, **empty))
-        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True)
+        interleaved on newly launched servers (or in a balanced launch order on a one-slot host),
+        none reused from earlier measurements. What a confirmation is made of."""
+        sides = [self.planned(hunt, label, ref) for label, ref in (a, b)]
+        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True)
 
     def joined(self, hunt: Hunt, first: Measured, more: Measured) -> Measured:
         """Two measurements of one state as one (a second fresh round of a confirmation)."""

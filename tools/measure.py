@@ -13,9 +13,10 @@ evicts the least recently used one.
 
 A/B comparisons (``compare_states``, ``measure_pair``):
 - with two slots or more, A B A B on two warm servers, so machine drift hits both sides alike;
-- on one slot, *launches* alternate in a balanced order (A B B A A B ...), several samples per
-  launch, the number per launch chosen from the measured cost of a launch and of a sample; the
-  statistics treat the samples of one launch as correlated (``tools.stats.compare_launches``).
+- on one slot, *launches* sit in a balanced order (A B A for a small A/B, A B B A A B ... for a
+  larger one), several samples per launch, the number per launch chosen from the measured cost
+  of a launch and of a sample; the statistics treat the samples of one launch as correlated
+  (``tools.stats.compare_launches``).
 
 Every wait is bounded: the launch by ``launch_timeout_s``, each request by a timeout derived from
 the samples seen so far, the whole measurement by ``deadline`` (a wall-clock time: the hunt's
@@ -541,7 +542,7 @@ class Measurer:
         the classic optimum for two-stage sampling, sqrt(launch cost / sample cost x within-launch
         variance / between-launch variance), with a prior of ten samples per launch and a
         launch-to-launch spread a third of the sample noise until measured; at most half of what
-        a side needs, so each side gets two launches (a balanced A B B A), and at least three, so
+        a side needs, so a larger A/B gives each side two launches (a balanced A B B A), and at least three, so
         that every launch also tells the within-launch noise apart from the launch-to-launch spread
         (below three the optimum only happens where a launch is as cheap as a sample: not on a GPU
         node, only in a lab run at a few percent of its launch time)."""
@@ -607,11 +608,16 @@ class Measurer:
             return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def measure_pair(
-        self, a: State, b: State, workload: Workload, samples: int, fresh: bool = False
+        self, a: State, b: State, workload: Workload, samples: int, fresh: bool = False, relaunch: bool | None = None
     ) -> tuple[Measurement, Measurement]:
-        """Top both states up to ``samples`` each (``fresh``: that many *new* samples each, none
-        reused), interleaved as ``compare_states`` does, so a neighbour's load falls on both sides
-        alike instead of on whichever ran second."""
+        """Top both states up to ``samples`` each, interleaved as ``compare_states`` does, so a
+        neighbour's load falls on both sides alike instead of on whichever ran second.
+
+        ``fresh``: that many *new* samples each, none reused (an A/B that decides something is
+        taken together: samples of another time would make drift look like a difference).
+        ``relaunch`` (default: ``fresh``): on servers launched for this A/B, not warm ones that
+        served earlier samples (a confirmation); on a one-slot host every block is a new launch
+        anyway."""
         if a.label == b.label:
             b = b.model_copy(update={"label": b.label + "-b"})
         with self._lock:
@@ -623,7 +629,8 @@ class Measurer:
                 need_a, need_b = max(0, samples - len(ea["samples"])), max(0, samples - len(eb["samples"]))
             if need_a or need_b:
                 try:
-                    self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, fresh, None)
+                    again = fresh if relaunch is None else relaunch
+                    self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, again, None)
                 finally:
                     self.cache.save()
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
@@ -637,19 +644,31 @@ class Measurer:
                     if i < n:
                         self._take(state, workload, entry, 1, fresh and i == 0, on_sample)
             return
-        # One slot (or fresh launches asked for): launches in a balanced order, A B B A A B ...,
-        # each giving a block of samples; a side that needs nothing is not launched.
-        need = {s.label: n for s, _, n in sides}
-        per = self.samples_per_launch(max(need.values()))
-        order = [sides[0], sides[1]]
-        i = 0
+        # One slot: launches in a balanced order, each giving a block of samples; a side that needs
+        # nothing is not launched. Both sides' blocks sit symmetrically in time, so a drift that is
+        # linear over the A/B (a neighbour's load rising, clocks settling) falls on both alike.
+        for state, entry, block in self._block_order(sides):
+            self._take(state, workload, entry, block, True, on_sample)
+
+    def _block_order(self, sides: list[tuple[State, dict, int]]) -> list[tuple[State, dict, int]]:
+        """The launches of a one-slot A/B, in order, as (state, entry, samples). Small A/Bs, where
+        one launch per side would do, are A B A (the first side split in two halves around the
+        second): three launches. Larger ones alternate A B B A A B ... in blocks of
+        ``samples_per_launch``. One side only: its blocks in a row."""
+        (a, ea, na), (b, eb, nb) = sides
+        per = self.samples_per_launch(max(na, nb))
+        if na and nb and max(na, nb) <= 2 * per and na >= 2:
+            return [(a, ea, (na + 1) // 2), (b, eb, nb), (a, ea, na // 2)]
+        need = {a.label: na, b.label: nb}
+        order, i = [], 0
         while any(need.values()):
-            for state, entry, _n in order if i % 2 == 0 else order[::-1]:
+            for state, entry, _n in sides if i % 2 == 0 else sides[::-1]:
                 block = min(per, need[state.label])
                 if block:
-                    self._take(state, workload, entry, block, True, on_sample)
+                    order.append((state, entry, block))
                     need[state.label] -= block
             i += 1
+        return order
 
     def probe_fn(self, launch_template: str, workload: Workload, env: dict[str, str] | None = None):
         """A ``tools.bisect.Probe``: the next n samples of a commit (cached ones first, then new

@@ -91,6 +91,7 @@ class Device:
                 self.env_factor[kernel] = self.env_factor.get(kernel, 1.0) * float(scale)
         self._lock = threading.Lock()
         self._pending_us = 0.0
+        self._pending_since = 0.0  # wall time the first kernel of the pending batch was queued
         self._busy_until = 0.0
         self._graph_depth = 0
         self.clock_us = 0.0  # simulated device time consumed so far
@@ -112,6 +113,8 @@ class Device:
         if self._graph_depth == 0:
             cost += self.kernels["launch_overhead"]["us"]
         with self._lock:
+            if self._pending_us == 0.0:
+                self._pending_since = time.perf_counter()
             self._pending_us += cost
         if self.counting:
             self._count(kernel, work)
@@ -135,15 +138,21 @@ class Device:
             self._graph_depth -= 1
 
     def synchronize(self) -> float:
-        """Wait for the queued kernels; returns the simulated microseconds they took."""
+        """Wait for the queued kernels; returns the simulated microseconds they took.
+
+        The device started on the batch when its first kernel was queued (or when it finished the
+        previous batch, if later), as a real stream does: the host's walk of the layers overlaps
+        the device's work, so a loaded host CPU costs throughput only once that walk outlasts
+        the device time, not from its first millisecond."""
         with self._lock:
             us, self._pending_us = self._pending_us, 0.0
+            since = self._pending_since
         if us <= 0:
             return 0.0
         us *= self.launch_factor * max(0.2, self.rng.gauss(1.0, self.noise_cv))
         now = time.perf_counter()
-        if self._busy_until < now - _BACK_TO_BACK_SLACK_S:
-            self._busy_until = now
+        if self._busy_until < since - _BACK_TO_BACK_SLACK_S:
+            self._busy_until = since
         self._busy_until += us * 1e-6 * self.time_scale
         delay = self._busy_until - now
         if delay > 0:
