@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Literal, NoReturn
@@ -188,6 +189,23 @@ def register() -> None:
     _registered = True
 
 
+def _die_with_parent() -> None:
+    """A job of ``sleuth serve`` (``SLEUTH_DIE_WITH_PARENT`` = the service's pid) gets SIGTERM
+    when the service dies, however it dies (Linux ``PR_SET_PDEATHSIG``), and stops as on any
+    SIGTERM: servers stopped, worktrees removed. The variable is not passed on to what it starts."""
+    import ctypes
+    import signal
+
+    parent = os.environ.pop("SLEUTH_DIE_WITH_PARENT", None)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != int(parent):  # the service died before the request: too late for the kernel
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main() -> None:
+    _die_with_parent()
     register()
     app()

@@ -31,6 +31,7 @@ from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
 from transcripts.cassette import Cassette, EventChecker, ReplayStop
+from transcripts.lease import RunLease
 from transcripts.store import Store
 
 
@@ -67,7 +68,15 @@ class Hunter:
         self.saver = saver or SqliteSaver(sqlite3.connect(str(db.with_name("checkpoints.db")), check_same_thread=False))
         self.store = store if store is not None else Store(db)
         self.runtimes: dict[str, Runtime] = {}
+        self.leases: dict[str, RunLease] = {}
         self.app = self._build().compile(checkpointer=self.saver)
+
+    def lease(self, run_id: str) -> None:
+        """Take the lease on ``run_id`` (``transcripts.lease``) for as long as this Hunter lives:
+        raises ``RunBusy`` while another live process drives the run. Every way into the graph
+        that advances a run takes it first."""
+        if run_id not in self.leases:
+            self.leases[run_id] = RunLease(self.run_dir(run_id), run_id).acquire()
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -82,6 +91,9 @@ class Hunter:
     def close(self) -> None:
         for rt in self.runtimes.values():
             rt.close()
+        for lease in self.leases.values():
+            lease.release()
+        self.leases.clear()
         if isinstance(self.saver, SqliteSaver):
             self.saver.conn.close()
         self.store.close()
@@ -296,6 +308,7 @@ class Hunter:
         """Run a new hunt to its end or to the approval interrupt. The run row keeps what a replay
         needs to start the same hunt again: its input (target, budget, policy) and, for a lab
         scenario, the spec it was built from (``scenario`` is the built dir)."""
+        self.lease(hunt.run_id)
         self.store.start_run(
             hunt.run_id,
             kind="replay" if parent_run else "hunt",
@@ -315,6 +328,7 @@ class Hunter:
     def resume(self, run_id: str, decision: Decision) -> Hunt:
         from langgraph.types import Command
 
+        self.lease(run_id)
         self.app.invoke(Command(resume=decision.model_dump()), self.config(run_id), durability="sync")
         result = self.current(run_id)
         self.record_end(result)
@@ -323,6 +337,7 @@ class Hunter:
     def continue_run(self, run_id: str) -> Hunt:
         """Continue a run that died (SIGKILL, a crash) from its last checkpoint; the node that was
         running starts again, and every measurement it had finished comes from the cache."""
+        self.lease(run_id)
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
         self.app.invoke(None, self.config(run_id), durability="sync")
         result = self.current(run_id)

@@ -28,6 +28,7 @@ from tools.bench import SERVER_METRICS, BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
+from transcripts.lease import RunBusy
 from transcripts.store import Store, default_path
 
 
@@ -171,6 +172,7 @@ def run_hunt(
     view = LiveView(live and not json_out and console.is_terminal)
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
     try:
+        _take_lease(hunter, hunt.run_id, "--run-id")  # a --run-id another live process already drives: exit 2
         with view, graceful_signals():
             result = hunter.start(hunt, scenario=str(scenario) if scenario else None, spec=spec)
             if result.status == "awaiting_approval" and yes:
@@ -386,6 +388,14 @@ def hunt_cmd(
     )
 
 
+def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
+    """One driver per run: a second process is told who drives it, exit 2, and changes nothing."""
+    try:
+        hunter.lease(run_id)
+    except RunBusy as exc:
+        bad_input(f"{field}: {exc}")
+
+
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db or default_db()
     if not db.with_name("checkpoints.db").exists():
@@ -396,6 +406,7 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
             hunter.current(run_id)
         except KeyError:
             bad_input(f"RUN: no run '{run_id}' in {db}")
+        _take_lease(hunter, run_id)  # before looking at its state: nobody else may change it now
         if not hunter.pending(run_id):
             bad_input(f"RUN: run '{run_id}' is not awaiting approval")
         result = hunter.resume(run_id, decision)
@@ -443,9 +454,11 @@ def resume(
     hunter = Hunter(db, db.parent / "runs", on_event=view.update)
     try:
         try:
-            hunt = hunter.current(run_id)
+            hunter.current(run_id)
         except KeyError:
             bad_input(f"RUN: no run '{run_id}' in {db}")
+        _take_lease(hunter, run_id)
+        hunt = hunter.current(run_id)  # as its last driver left it
         if hunter.pending(run_id):
             bad_input(f"RUN: run '{run_id}' is awaiting approval: use sleuth approve/reject")
         if hunt.status != "running":

@@ -144,6 +144,7 @@ def replay_world(
     hunter = Hunter(db, db.parent / "runs", store=store, saver=InMemorySaver(), cassette=cassette)
     out = ReplayResult(run_id=run_id, mode="world", new_run=hunt.run_id)
     try:
+        hunter.lease(hunt.run_id)  # a replay that writes drives its own new run
         hunter.store.start_run(
             hunt.run_id,
             kind="replay",

@@ -3,6 +3,7 @@
 ```toml
 token = "..."                 # bearer token for every mutation (or $SLEUTH_TOKEN); none: no mutations
 concurrency = 1               # hunts (and approvals) at a time
+leave_hunts_running = false   # true: a service that dies leaves its hunts running (the next adopts them)
 db = "/var/lib/sleuth/runs.db"  # default: $SLEUTH_DB or the XDG data dir
 
 [[targets]]
@@ -113,6 +114,12 @@ class ServeTarget(BaseModel):
 class ServeConfig(BaseModel):
     token: str | None = None
     concurrency: int = Field(default=1, ge=1, le=64)
+    # Default false: a hunt dies with the service that started it (SIGTERM: its servers and
+    # worktrees are cleaned up), so after a crash the only driver of a run is the one the next
+    # service starts, and an operator who kills the service stops the GPU work too. True: hunts
+    # outlive a service crash or upgrade (minutes of launches are not thrown away); the next
+    # service adopts them, watching until they end, and resumes only runs whose driver is dead.
+    leave_hunts_running: bool = False
     db: str | None = None
     targets: list[ServeTarget] = []
 

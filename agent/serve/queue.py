@@ -9,7 +9,13 @@ at the approval interrupt need nothing: they are in the store and the page shows
 
 A job is a process, not a thread, so a hunt that crashes cannot take the service with it, and
 stopping the service stops (SIGTERM) the hunts it started; their servers and worktrees are
-cleaned up the way ``sleuth hunt`` always does on SIGTERM.
+cleaned up the way ``sleuth hunt`` always does on SIGTERM. A service that dies without stopping
+(SIGKILL, OOM) takes its hunts with it too: each job asks the kernel for a SIGTERM when the
+service goes (``PR_SET_PDEATHSIG``), unless ``leave_hunts_running`` is set.
+
+One driver per run (``transcripts.lease``): a restarted service adopts a job whose run is still
+driven by a live process (it watches it and continues the run only once that driver is gone),
+and a job it does start that finds its run driven exits 2 without touching it.
 """
 
 from __future__ import annotations
@@ -28,9 +34,13 @@ from pathlib import Path
 from agent.serve.config import ServeConfig, ServeTarget
 from agent.serve.payloads import Alert
 from agent.state import new_run_id
+from transcripts.lease import is_driven
 from transcripts.store import Store
 
-ACTIVE = ("queued", "running")
+ACTIVE = ("queued", "running", "adopted")
+
+
+DIE_WITH_PARENT = "SLEUTH_DIE_WITH_PARENT"  # set to the parent's pid: SIGTERM when it dies (agent.cli)
 
 
 def sleuth_command() -> list[str]:
@@ -105,7 +115,9 @@ class HuntQueue:
         elif target is None:
             out["action"] = "unmatched"
         else:
-            active = self._jobs("kind = 'hunt' and fingerprint = ? and status in ('queued', 'running')", [fp])
+            active = self._jobs(
+                "kind = 'hunt' and fingerprint = ? and status in ('queued', 'running', 'adopted')", [fp]
+            )
             if active:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
             else:
@@ -124,7 +136,7 @@ class HuntQueue:
     def decide(self, run_id: str, approved: bool, reason: str, branch: str | None = None) -> dict:
         """Queue the approval (or rejection) of a run awaiting it; the job resumes the graph."""
         pending = self._jobs(
-            "run_id = ? and kind in ('approve', 'reject') and status in ('queued', 'running')", [run_id]
+            "run_id = ? and kind in ('approve', 'reject') and status in ('queued', 'running', 'adopted')", [run_id]
         )
         if pending:
             return pending[-1]
@@ -152,8 +164,9 @@ class HuntQueue:
         except RuntimeError as exc:
             self._update_job(job["id"], status="failed", ended=time.time(), error=str(exc))
             return
+        env = None if self.config.leave_hunts_running else {**os.environ, DIE_WITH_PARENT: str(os.getpid())}
         with open(log, "w") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         self.procs[job["id"]] = proc
         self._update_job(job["id"], status="running", started=time.time(), pid=proc.pid, log=str(log))
         rc = proc.wait()
@@ -214,19 +227,43 @@ class HuntQueue:
 
     # -- a restart ---------------------------------------------------------------------------------
     def _recover(self) -> None:
-        """Jobs the last service left running (or starting) are continued."""
-        for job in self._jobs("status in ('running', 'starting')"):
-            run = self.store.run(job["run_id"])
-            self._update_job(job["id"], status="interrupted", ended=time.time())
-            if job["kind"] == "hunt" and run is None:
-                self._put_job(kind="hunt", run_id=job["run_id"], fingerprint=job["fingerprint"],
-                              target=job["target"], alert=job["alert"])  # fmt: skip
-            elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] == "running":
-                self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
-            elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
-                self._put_job(
-                    kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch")
-                )
+        """Jobs the last service left running (or starting) are continued; one whose run a live
+        process still drives (a hunt left running) is adopted instead: watched until it ends."""
+        for job in self._jobs("status in ('running', 'starting', 'adopted')"):
+            if is_driven(self.db.parent / "runs" / job["run_id"]):
+                self._update_job(job["id"], status="adopted")
+                t = threading.Thread(target=self._watch, args=(job,), name=f"sleuth-adopt-{job['id']}", daemon=True)
+                t.start()
+                self.threads.append(t)
+                continue
+            self._continue(job)
+
+    def _watch(self, job: dict) -> None:
+        """An adopted job: wait (polling the run's lease) until its driver is gone, then treat it
+        as a job the last service left behind: done if its run ended, continued otherwise."""
+        run_dir = self.db.parent / "runs" / job["run_id"]
+        while not self.stopping and is_driven(run_dir):
+            with self.wake:
+                self.wake.wait(timeout=1.0)
+        if self.stopping:
+            return
+        run = self.store.run(job["run_id"])
+        if run is not None and run["status"] != "running" and job["kind"] in ("hunt", "resume"):
+            self._update_job(job["id"], status="done", ended=time.time())
+            return
+        self._continue(job)
+
+    def _continue(self, job: dict) -> None:
+        """A job whose process is gone without an ending: mark it and queue what continues it."""
+        run = self.store.run(job["run_id"])
+        self._update_job(job["id"], status="interrupted", ended=time.time())
+        if job["kind"] == "hunt" and run is None:
+            self._put_job(kind="hunt", run_id=job["run_id"], fingerprint=job["fingerprint"],
+                          target=job["target"], alert=job["alert"])  # fmt: skip
+        elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] == "running":
+            self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
+        elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
+            self._put_job(kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch"))
 
 
 def _target_args(t: ServeTarget) -> list[str]:

@@ -1,0 +1,163 @@
+"""`sleuth serve` killed with SIGKILL mid-hunt, then started again: one driver per run.
+
+By default the hunt dies with the service (its servers and worktrees cleaned up) and the next
+service resumes the run; with ``leave_hunts_running`` the hunt goes on, and the next service adopts
+it (watches, never starts a second driver) until it ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import sleuth_exe
+from tests.test_agent import servers_in_worktrees, worktrees
+from tests.test_eval import TINY
+from tests.test_serve import AUTH, CONFIG, TOKEN, free_port
+from transcripts.store import Store
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text(errors="replace") if Path(f"/proc/{pid}/stat").exists() else ""
+    return ") Z " not in stat  # a zombie is dead
+
+
+def _wait(cond, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Serve:
+    def __init__(self, tmp: Path, db: Path) -> None:
+        self.tmp, self.db = tmp, db
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(tmp / f"serve-{self.port}.log", "w")  # noqa: SIM115
+        where = ["--bind", f"127.0.0.1:{self.port}", "--config", str(tmp / "targets.toml"), "--db", str(db)]
+        self.proc = subprocess.Popen(
+            [sleuth_exe(), "serve", *where],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{self.url}/health").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        _wait(up, 60, "the service to answer")
+
+    def jobs(self) -> list[dict]:
+        s = Store(self.db)
+        try:
+            if "serve_jobs" not in s.db.table_names():
+                return []
+            return list(s.db["serve_jobs"].rows_where(order_by="created"))
+        finally:
+            s.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        self.log.close()
+
+
+@pytest.fixture
+def world(tmp_path):
+    (tmp_path / "tiny.toml").write_text(textwrap.dedent(TINY))
+    res = build(load_spec(tmp_path / "tiny.toml"), tmp_path / "scenario")
+    return res, tmp_path / "store" / "runs.db"
+
+
+def _start_and_kill_mid_hunt(tmp_path: Path, res, db: Path, extra: str) -> tuple[str, int]:
+    config = CONFIG.format(token=TOKEN, repo=res.repo)
+    (tmp_path / "targets.toml").write_text(config.replace("concurrency = 1", "concurrency = 1\n" + extra))
+    first = Serve(tmp_path, db)
+    try:
+        payload = json.loads((res.root / "alert.json").read_text())
+        run_id = httpx.post(f"{first.url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0][
+            "run_id"
+        ]
+        job = _wait(lambda: next((j for j in first.jobs() if j.get("pid")), None), 60, "the hunt job to start")
+        _wait(lambda: servers_in_worktrees(job["pid"], servers_only=True), 120, "a server of the hunt")
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=30)
+    finally:
+        first.log.close()
+    return run_id, job["pid"]
+
+
+def _one_of_each(db: Path, run_id: str) -> list[dict]:
+    events = Store(db).events(run_id)
+    texts = [e["text"] for e in events]
+    assert sum(t.startswith("confirmed") for t in texts) == 1, texts
+    assert sum(t.startswith("proposed") for t in texts) == 1, texts
+    return events
+
+
+def test_a_service_killed_mid_hunt_takes_its_hunt_with_it_and_the_next_one_resumes_the_run(world, tmp_path):
+    res, db = world
+    run_id, hunt_pid = _start_and_kill_mid_hunt(tmp_path, res, db, "")
+    # The hunt got SIGTERM from the kernel as the service died: it stops its servers and leaves.
+    _wait(lambda: not _alive(hunt_pid), 60, "the orphaned hunt to stop")
+    _wait(lambda: not servers_in_worktrees(hunt_pid), 30, "its servers to stop")
+    assert worktrees(res.repo) == 1
+    second = Serve(tmp_path, db)
+    try:
+        done = _wait(
+            lambda: next((r for r in [Store(db).run(run_id)] if r and r["status"] == "awaiting_approval"), None),
+            300,
+            "the resumed run to reach approval",
+        )
+        assert json.loads(done["verdict"])["root_cause"]["ref"] == res.truth["root_causes"][0]["ref"]
+        _wait(lambda: [j for j in second.jobs() if j["kind"] == "resume" and j["status"] == "done"], 60, "its job")
+        assert [(j["kind"], j["status"]) for j in second.jobs()] == [("hunt", "interrupted"), ("resume", "done")]
+    finally:
+        second.stop()
+    events = _one_of_each(db, run_id)
+    assert sum("resumed from the last checkpoint" in e["text"] for e in events) == 1
+
+
+def test_a_hunt_left_running_is_adopted_by_the_next_service_never_driven_twice(world, tmp_path):
+    res, db = world
+    run_id, hunt_pid = _start_and_kill_mid_hunt(tmp_path, res, db, "leave_hunts_running = true")
+    assert _alive(hunt_pid)  # it outlived the service
+    second = Serve(tmp_path, db)
+    try:
+        adopted = _wait(lambda: [j for j in second.jobs() if j["status"] == "adopted"], 30, "the adoption")
+        assert adopted[0]["pid"] == hunt_pid
+        # while the orphan drives the run, nothing else is started for it
+        assert not [j for j in second.jobs() if j["kind"] == "resume"]
+        _wait(lambda: not _alive(hunt_pid), 300, "the adopted hunt to end")
+        job = _wait(
+            lambda: next((j for j in second.jobs() if j["id"] == adopted[0]["id"] and j["status"] == "done"), None),
+            30,
+            "the adopted job to be marked done",
+        )
+        assert job["run_id"] == run_id and not [j for j in second.jobs() if j["kind"] == "resume"]
+    finally:
+        second.stop()
+    run = Store(db).run(run_id)
+    assert run["status"] == "awaiting_approval"
+    events = _one_of_each(db, run_id)
+    assert not any("resumed from the last checkpoint" in e["text"] for e in events)
