@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.categories.uncommitted import changed_files
+from agent.experiments import ab, explains, fmt, record_confirmation
 from agent.llm_tools import Surface, trim
-from agent.policy import Methodical, _fmt, _record_confirmation, ab, changed_files, confirm, explains, propose
+from agent.policy import Methodical, confirm, propose
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt, LLMSettings
 
@@ -198,7 +200,7 @@ class LLMPolicy(Methodical):
             return True
         cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label, better="b")
         ok = explains(hunt, cmp, fixed, now)
-        return _record_confirmation(hunt, rt, ok, cmp, _fmt(cmp, now, fixed, hunt.target.metric), [now.id, fixed.id])
+        return record_confirmation(hunt, rt, ok, cmp, fmt(cmp, now, fixed, hunt.target.metric), [now.id, fixed.id])
 
     def confirm_failed(self, hunt: Hunt, rt: Runtime) -> None:
         """Back to the model with the numbers; after two failed conclusions, inconclusive."""

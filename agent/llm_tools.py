@@ -28,17 +28,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agent.policy import (
-    ab,
-    bisect_history,
-    explains,
-    launch_env,
-    min_effect_pct,
-    server_args,
-    setup_prefix,
-    subject_of,
-    tuning_vars,
-)
+from agent.categories.environment import launch_env, tuning_vars
+from agent.categories.history import bisect_history, subject_of
+from agent.categories.uncommitted import server_args
+from agent.experiments import ab, explains, min_effect_pct, setup_prefix
 from agent.runtime import RecordedError, Runtime
 from agent.state import Category, Hunt, Hypothesis, Measured
 from tools.bisect import ProbeError

@@ -25,7 +25,8 @@ def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write
     proc = sleuth_in_process("hunt", "--alert", tmp_path / "alert.json", "--db", tmp_path / "r.db", "--json")
     v = json.loads(proc.stdout)
     assert proc.returncode == 1, v
-    assert v["status"] == "concluded" and v["root_cause"]["kind"] == "external", v["root_cause"]
+    why = [(h["category"], h["status"], h["reason"][:300]) for h in v["hypotheses"]]
+    assert v["status"] == "concluded" and v["root_cause"]["kind"] == "external", why
     summary = v["root_cause"]["summary"]
     assert "the known-good commit measures like HEAD" in summary and "vs the alert's good 70" in summary
     assert "installed packages" in summary

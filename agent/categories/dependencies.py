@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 
-import agent.policy as policy
+from agent import experiments
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.metric import last_json
@@ -33,10 +33,13 @@ from tools.packages import (
 CATEGORY = "dependencies"
 
 
+NAME = CATEGORY
+
+
 def snapshot(hunt: Hunt, rt: Runtime) -> None:
     """What the launch's Python has installed now, on the hunt and in the store (the reference of
     a later hunt when this one measures good)."""
-    res = rt.shell(hunt, snapshot_command(policy.setup_prefix(hunt)), timeout=120, name="package_snapshot")
+    res = rt.shell(hunt, snapshot_command(experiments.setup_prefix(hunt)), timeout=120, name="package_snapshot")
     got = (last_json(res["stdout"]) or {}) if res["exit_code"] == 0 else {}
     hunt.packages = {
         "dists": {k: v["version"] for k, v in got.get("dists", {}).items()},
@@ -83,7 +86,7 @@ def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
     return found
 
 
-def plan(hunt: Hunt, rt: Runtime, add) -> None:
+def suspect(hunt: Hunt, rt: Runtime, add) -> None:
     """One hypothesis per changed package, all tested by one A/B first."""
     for c in changes(hunt, rt):
         add(
@@ -122,7 +125,7 @@ def overlay(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> tuple[str | Non
         return None, f"no wheel of {', '.join(missing)} in {t.wheelhouse}"
     dest = overlay_dir(hunt.run_id, [c.pin for c in pins])
     rt.scratch.append(dest)  # removed when the hunt's process is done with the host
-    cmd = f"{policy.setup_prefix(hunt)}python3 -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
+    cmd = f"{experiments.setup_prefix(hunt)}python3 -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
     res = rt.shell(hunt, cmd + shlex.quote(json.dumps(wheels)), timeout=300)
     if res["exit_code"] != 0:
         return None, f"unpacking the wheels failed: {res['stderr'].strip()[-200:]}"
@@ -139,21 +142,21 @@ def _measure_old(hunt: Hunt, rt: Runtime, group: list[Hypothesis], label: str) -
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     group = [x for x in hunt.hypotheses if x.category == CATEGORY and x.status == "open"]
     if hunt.target.command:
-        policy._verdict(group, "inconclusive", "a benchmark command has no launch to put old versions in", [])
+        experiments.set_verdict(group, "inconclusive", "a benchmark command has no launch to put old versions in", [])
         return
     old = _measure_old(hunt, rt, group, "deps-old")
     if isinstance(old, str):
-        policy._verdict(group, "inconclusive", f"the old versions cannot be tried: {old}", [])
+        experiments.set_verdict(group, "inconclusive", f"the old versions cannot be tried: {old}", [])
         return
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    cmp, now, old = policy.ab(hunt, rt, now, old, "now", "deps-old", better="b")
-    text = policy._fmt(cmp, now, old, hunt.target.metric)
-    if policy.explains(hunt, cmp, old, now):
-        policy._verdict(group, "supported", text, [now.id, old.id])
+    cmp, now, old = experiments.ab(hunt, rt, now, old, "now", "deps-old", better="b")
+    text = experiments.fmt(cmp, now, old, hunt.target.metric)
+    if experiments.explains(hunt, cmp, old, now):
+        experiments.set_verdict(group, "supported", text, [now.id, old.id])
         if len(group) > 1:
             _localize(hunt, rt, group, now, old)
     else:
-        policy._verdict(group, "refuted", text, [now.id, old.id])
+        experiments.set_verdict(group, "refuted", text, [now.id, old.id])
 
 
 def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, old: Measured) -> None:
@@ -168,7 +171,7 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
         m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
         if isinstance(m, str):
             break
-        moved, now, m, numbers = policy.halving_step(hunt, rt, now, m, "now", full)
+        moved, now, m, numbers = experiments.halving_step(hunt, rt, now, m, "now", full)
         if moved:
             cleared, suspects = rest, half
             why = f"localization: only {', '.join(names)} at the old version already recovers it ({numbers})"
@@ -182,29 +185,29 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
     if len(group) > 1 and alone is None:  # named by elimination: its own A/B must show it too
         m = _measure_old(hunt, rt, [last], f"deps-old {last.subject}")
         if not isinstance(m, str):
-            cmp, now, m = policy.ab(hunt, rt, now, m, "now", m.label, better="b")
-            if not policy.explains(hunt, cmp, m, now):
+            cmp, now, m = experiments.ab(hunt, rt, now, m, "now", m.label, better="b")
+            if not experiments.explains(hunt, cmp, m, now):
                 # Load or drift misled a halving step: name what is known (all of them recover it).
                 for x in group:
                     x.status, x.reason = (
                         "supported",
                         f"{x.reason}; halving inconclusive: {last.subject} alone does not "
-                        f"recover it ({policy._fmt(cmp, now, m, hunt.target.metric)})",
+                        f"recover it ({experiments.fmt(cmp, now, m, hunt.target.metric)})",
                     )
                 rt.say(hunt, "localize", "the packages that matter: could not be told apart; all of them named")
                 return
-            last.reason += f"; alone: {policy._fmt(cmp, now, m, hunt.target.metric)}"
+            last.reason += f"; alone: {experiments.fmt(cmp, now, m, hunt.target.metric)}"
             last.evidence = [now.id, m.id]
     rt.say(hunt, "localize", f"the package that matters: {last.subject}")
 
 
-def conclude(hunt: Hunt, sup: list[Hypothesis]) -> None:
+def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
     named = [_change(hunt, h.subject) for h in sup if h.category == CATEGORY]
     hunt.root_kind, hunt.root_ref = "dependency", ", ".join(c.name for c in named)
     hunt.root_summary = "; ".join(c.describe() for c in named) + f" on the host (per {hunt.package_reference})"
 
 
-def propose(hunt: Hunt) -> Action:
+def action(hunt: Hunt) -> Action:
     """Pin the culprit(s) back: the exact command, for a person to run in the server's environment."""
     pins = [_change(hunt, name.strip()).pin for name in (hunt.root_ref or "").split(",") if name.strip()]
     cmd = "pip install " + " ".join(shlex.quote(p) for p in pins)

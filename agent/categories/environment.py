@@ -1,0 +1,127 @@
+"""Environment: a tuning variable the server's Python sees (NCCL_*, CUDA_*, ...) slows it.
+
+Suspected: every tuning variable in the environment a launch gets (its setup and sitecustomize
+included). Tested by one A/B: now vs HEAD with every variable blanked (the clean A/B, which
+clears the uncommitted patches at the same time when it is no faster), else now vs the working
+tree with the variables blanked; localized one variable at a time (Bonferroni). Fix: unset it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agent.experiments import ab, explains, fmt, set_verdict, setup_prefix
+from agent.runtime import Runtime
+from agent.state import Action, Hunt, Hypothesis, Measured
+
+NAME = "environment"
+
+SUSPICIOUS_ENV = (
+    "NCCL_",
+    "CUDA_",
+    "TORCH_",
+    "PYTORCH_",
+    "SGLANG_",
+    "MINISGLANG_",
+    "VLLM_",
+    "OMP_",
+    "MKL_",
+    "TRITON_",
+    "FLASHINFER_",
+    "NVIDIA_TF32",
+    "LD_PRELOAD",
+    "MALLOC_",
+)
+
+
+NOT_TUNING = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH"}
+# A patch under one of these path words is on the path only when the server args say so.
+
+
+def launch_env(hunt: Hunt, rt: Runtime) -> dict[str, str]:
+    """The environment a Python server sees when started the launch's way (sitecustomize included)."""
+    dump = "python3 -c 'import json, os; print(json.dumps(dict(os.environ)))'"
+    res = rt.shell(hunt, setup_prefix(hunt) + dump, timeout=60)
+    try:
+        return json.loads(res["stdout"].strip().splitlines()[-1]) if res["exit_code"] == 0 else {}
+    except (ValueError, IndexError):
+        return {}
+
+
+def tuning_vars(env: dict[str, str]) -> list[str]:
+    """The tuning knobs among the variables: a variable holding a path is configuration (where
+    models or libraries are), not a knob."""
+    return sorted(k for k in env if k.startswith(SUSPICIOUS_ENV) and k not in NOT_TUNING and "/" not in env[k])
+
+
+def suspect(hunt: Hunt, rt: Runtime, add) -> None:
+    env = launch_env(hunt, rt)
+    for var in tuning_vars(env):
+        add(
+            NAME,
+            f"{var}={env[var]} in the server's environment slows it",
+            "A/B: the working tree with the tuning variables blanked vs as they are",
+            var,
+        )
+
+
+def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    group = [x for x in hunt.hypotheses if x.category == "environment" and x.status == "open"]
+    patches = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
+    if patches and _clean_clears(hunt, rt, group, patches):
+        return
+    cmp, now2, without, text = _blanked_vs_now(hunt, rt, "env-blanked", "WORKTREE", group)
+    if explains(hunt, cmp, without, now2):
+        set_verdict(group, "supported", text, [now2.id, without.id])
+        _localize_env(hunt, rt, group, now2)
+    else:
+        set_verdict(group, "refuted", text, [now2.id, without.id])
+
+
+def _blanked_vs_now(hunt: Hunt, rt: Runtime, label: str, ref: str, env: list[Hypothesis]):
+    """A/B: what was reproduced ("now") vs ``ref`` with the suspected variables blanked, the
+    blanked side the one that must be better; (comparison, now, blanked, its text)."""
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    blanked = rt.planned(hunt, label, ref, env={x.subject: "" for x in env if x.subject})
+    cmp, now, blanked = ab(hunt, rt, now, blanked, "now", label, better="b")
+    return cmp, now, blanked, fmt(cmp, now, blanked, hunt.target.metric)
+
+
+def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[Hypothesis]) -> bool:
+    """One A/B for every environment and patch suspect at once: now vs HEAD (no uncommitted
+    change) with the tuning variables blanked. On a one-slot host each A/B costs launches; when
+    the clean state is no faster, both groups are refuted by this one experiment instead of two.
+    When it is faster, each group is tested on its own as before (returns False)."""
+    cmp, now, clean, text = _blanked_vs_now(hunt, rt, "clean", "HEAD", env)
+    if explains(hunt, cmp, clean, now):
+        rt.say(hunt, "localize", f"HEAD with the tuning variables blanked is faster ({text}): each group on its own")
+        return False
+    why = f"one A/B for {len(env)} variable(s) and {len(patches)} changed file(s), HEAD with the variables blanked: "
+    set_verdict(env + patches, "refuted", why + text, [now.id, clean.id])
+    # The variables change nothing that matters: the history A/B and the bisection run with them
+    # blanked too, so this clean HEAD is already the history's HEAD (one launch fewer).
+    hunt.probe_env = {x.subject: "" for x in env if x.subject}
+    return True
+
+
+def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:
+    """One variable at a time: which blanked variable gives the speed back? With many variables,
+    one test in a hundred would pass by chance at alpha 0.01: each gets alpha / len(group)
+    (Bonferroni) and must also recover at least the smallest effect that matters."""
+    alpha = 0.01 / max(1, len(group))
+    for h in group:
+        one = rt.planned(hunt, f"env-blank-{h.subject}", "WORKTREE", env={h.subject: ""})
+        cmp, now, one = ab(hunt, rt, now, one, "now", one.label, alpha=alpha, better="b")
+        if explains(hunt, cmp, one, now):
+            h.status, h.reason, h.evidence = "supported", fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
+        else:
+            h.status, h.reason, h.evidence = "refuted", fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
+
+
+def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
+    named = [h for h in sup if h.category == NAME]
+    hunt.root_kind, hunt.root_ref, hunt.root_summary = "env", named[0].subject, named[0].statement
+
+
+def action(hunt: Hunt) -> Action:
+    return Action(kind="unset", ref=hunt.root_ref, detail=f"remove {hunt.root_ref} from the server's environment")

@@ -1,0 +1,97 @@
+"""Uncommitted changes: a patch in the working tree slows it.
+
+Suspected: every staged, unstaged or untracked path; a patch under a backend the server's log
+says is not in use is demoted (not on the executed path). Tested by one A/B for all of them (HEAD
+vs the working tree, or the environment's clean A/B); localized by halving (HEAD plus half of the
+patches, as a snapshot commit). Fix: discard the change (a person approves it).
+"""
+
+from __future__ import annotations
+
+from agent.experiments import ab, explains, fmt, halving_step, set_verdict
+from agent.runtime import Runtime
+from agent.state import Action, Hunt, Hypothesis, Measured
+
+NAME = "uncommitted"
+
+CODE_PATHS = {
+    "flashinfer": ("attention_backend", "flashinfer"),
+    "triton_backend": ("attention_backend", "triton"),
+    "eagle": ("speculative_algorithm", "EAGLE"),
+    "cutlass": ("moe_runner_backend", "cutlass"),
+}
+
+
+def changed_files(hunt: Hunt, rt: Runtime) -> list[str]:
+    """Every path with uncommitted work: staged, unstaged or untracked (none if git fails)."""
+    status = rt.tool("git_status", {}, hunt=hunt)
+    if not status.ok:
+        return []
+    return sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+
+
+def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
+    """The server args from the log of the reproduce run (what is actually executed)."""
+    return rt.server_args(hunt, "now")
+
+
+def suspect(hunt: Hunt, rt: Runtime, add) -> None:
+    changed = changed_files(hunt, rt)
+    args = server_args(hunt, rt) if changed else {}
+    for path in changed:
+        h = add(NAME, f"the uncommitted change to {path} slows it", "A/B: HEAD vs the working tree", path)
+        for word, (arg, value) in CODE_PATHS.items():
+            if word in path.lower() and arg in args and value.lower() not in args[arg].lower():
+                h.reason = f"not on the executed path: the server runs {arg}='{args[arg]}'"
+
+
+def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
+    group = [x for x in hunt.hypotheses if x.category == "uncommitted" and x.status == "open"]
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    head = rt.planned(hunt, "HEAD", "HEAD")
+    cmp, head, now = ab(hunt, rt, head, now, "HEAD", "now", better="a")
+    text = fmt(cmp, head, now, hunt.target.metric)
+    if explains(hunt, cmp, head, now):
+        set_verdict(group, "supported", text, [head.id, now.id])
+        if len(group) > 1:
+            _localize_patch(hunt, rt, group, head, now)
+    else:
+        set_verdict(group, "refuted", text, [head.id, now.id])
+
+
+def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Measured, now: Measured) -> None:
+    """Halve the changed files: HEAD plus half of them (a snapshot commit) vs HEAD, until one is left.
+    A half reproduces the slowdown only if it is measurably slower than HEAD *and* carries at
+    least half of the whole working tree's drop: a 2 % wobble is not the 24 % being hunted.
+    Files on a path the server does not execute go last, so they are tested last."""
+    full = now.median - head.median
+    suspects = sorted(group, key=lambda x: "not on the executed path" in x.reason)
+    while len(suspects) > 1:
+        half = suspects[: len(suspects) // 2]
+        rest = suspects[len(suspects) // 2 :]
+        paths = [x.subject for x in half if x.subject]
+        m = rt.planned(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
+        moved, head, m, numbers = halving_step(hunt, rt, head, m, "HEAD", full)
+        if moved:
+            cleared, suspects = rest, half
+            why = f"localization: HEAD plus only [{', '.join(paths)}] already reproduces the slowdown ({numbers})"
+        else:
+            cleared, suspects = half, rest
+            why = f"localization: HEAD plus this change (with [{', '.join(paths)}]) is as fast as HEAD ({numbers})"
+        for x in cleared:
+            x.status, x.reason, x.evidence = "refuted", why, [head.id, m.id]
+    rt.say(hunt, "localize", f"the uncommitted change that matters: {suspects[0].subject}")
+
+
+def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
+    paths = [h.subject or "" for h in sup if h.category == NAME]
+    hunt.root_kind, hunt.root_ref = "uncommitted", paths[0] if len(paths) == 1 else ", ".join(paths)
+    hunt.root_summary = (
+        f"the uncommitted change to {paths[0]} makes it slower than HEAD"
+        if len(paths) == 1
+        else f"the uncommitted changes ({len(paths)} files) make it slower than HEAD"
+    )
+
+
+def action(hunt: Hunt) -> Action:
+    return Action(kind="restore", ref=hunt.root_ref, detail=f"discard the uncommitted change to {hunt.root_ref}")

@@ -1,0 +1,175 @@
+"""The experiments every hypothesis category runs: A/Bs taken together, their verdicts and words.
+
+An A/B decides on samples of both sides taken in one experiment (``ab``; a confirmation on
+servers launched for it, ``fresh_ab``); ``explains`` says whether its difference could explain
+the regression; ``halving_step`` is one step of a localization by halving (patches, packages);
+``set_verdict`` writes a verdict on a group of hypotheses; ``record_confirmation`` keeps a
+confirmation's outcome on the hunt.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from agent.runtime import Runtime
+from agent.state import Hunt, Hypothesis, Measured
+from tools.stats import compare_launches, shortfall_p
+
+
+def is_better(hunt: Hunt, a: Measured, b: Measured) -> bool:
+    """Is a better than b in the metric's direction?"""
+    return (a.median > b.median) == hunt.target.higher_is_better
+
+
+def explains(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
+    """Does the A/B show a difference that could explain the regression: significant, in the
+    right direction, and at least the smallest effect that matters? A significant 4 % step
+    cannot explain a 21 % drop; with a noisy neighbour such steps are common."""
+    return cmp.verdict == "different" and is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
+
+
+def min_effect_pct(hunt: Hunt) -> float:
+    t = hunt.target
+    if t.good_value and t.bad_value:
+        return max(2.0, 0.25 * abs(t.good_value - t.bad_value) / t.good_value * 100)
+    return 5.0
+
+
+def ab(
+    hunt: Hunt,
+    rt: Runtime,
+    a: Measured,
+    b: Measured,
+    label_a: str,
+    label_b: str,
+    alpha: float = 0.01,
+    better: str | None = None,
+    n: int | None = None,
+):
+    """Compare two states on samples taken together: ``n`` (the budget's samples per state, at
+    least 6) new samples of each, interleaved on two warm servers or in balanced launches on a
+    one-slot host.
+    Samples either side got earlier (the reproduction, another A/B, the bisection) are not used:
+    taken at another time, under another load, they make drift look like a difference (two warm
+    servers measured one after the other under a neighbour's changing load differed by 9 % on a
+    change that does nothing). While unknown, more fresh rounds (as many again, then twice as
+    many), joined to the first. One of many tests of the same question passes a smaller
+    ``alpha`` (Bonferroni). ``a`` and ``b`` may be measured states or ``Runtime.planned`` ones.
+
+    ``better`` ("a" or "b"): the side that must be better for the hypothesis under test to
+    explain the regression. Then an unknown answer whose one-sided test already rules out a gain
+    of the smallest effect that matters stops there (``p_shortfall`` <= alpha): more samples, a
+    launch or more on a one-slot host, could only make a difference too small to matter
+    significant. "either": no side is named (a model's compare); the test is on the side that
+    measures better so far (the other one is further still from such a gain)."""
+    n = n or max(hunt.budget.samples, 6)  # 5 + 5 reach p <= 0.01 only if independent: see fresh_ab
+    a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
+    cmp = _ab_round(hunt, a, b, alpha, better)
+    for more in (n, 2 * n):
+        if cmp.verdict != "unknown" or ruled_out(cmp):
+            break
+        more_a, more_b = rt.measure_pair(hunt, a, b, more, fresh=True)
+        a, b = rt.joined(hunt, a, more_a), rt.joined(hunt, b, more_b)
+        cmp = _ab_round(hunt, a, b, alpha, better)
+    return cmp, a, b
+
+
+def _ab_round(hunt: Hunt, a: Measured, b: Measured, alpha: float, better: str | None):
+    cmp = launch_aware(hunt, a, b, alpha)
+    if better == "either":
+        better = "a" if is_better(hunt, a, b) else "b"
+    if better is not None:
+        fast, slow = (a, b) if better == "a" else (b, a)
+        cmp.p_shortfall = shortfall_p(
+            fast.samples, fast.groups, slow.samples, slow.groups, min_effect_pct(hunt), hunt.target.higher_is_better
+        )
+    return cmp
+
+
+def ruled_out(cmp) -> bool:
+    """Did the one-sided test rule out a gain large enough to explain the regression?"""
+    return cmp.verdict == "unknown" and cmp.p_shortfall is not None and cmp.p_shortfall <= cmp.alpha
+
+
+def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
+    """Compare two measured states, counting samples of one launch as correlated."""
+    return compare_launches(
+        a.samples, a.groups, b.samples, b.groups, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False
+    )
+
+
+def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
+    """A confirmation: a fresh A/B of (label, ref) a against b on servers launched for it, ``n``
+    new samples each (at least 6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01
+    at all, and only with independent samples; in launches of two or three they count for less,
+    and 6 + 6 still reaches it at a design effect up to 1.4), never samples from the bisection
+    or the ledger's tests; while the answer is unknown, more fresh rounds, as ``ab``."""
+    n = max(n, 6)
+    ma, mb = rt.fresh_pair(hunt, a, b, n)
+    cmp = launch_aware(hunt, ma, mb)
+    for more in (n, 2 * n):
+        if cmp.verdict != "unknown":
+            break
+        more_a, more_b = rt.measure_pair(hunt, ma, mb, more, fresh=True, relaunch=True)
+        ma, mb = rt.joined(hunt, ma, more_a), rt.joined(hunt, mb, more_b)
+        cmp = launch_aware(hunt, ma, mb)
+    return cmp, ma, mb
+
+
+def fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
+    text = (
+        f"{a.label} {a.median:.4g} vs {b.label} {b.median:.4g} {metric} ({cmp.delta_pct:+.1f}%, "
+        f"p={cmp.p_value:.2g}, {cmp.verdict}"
+    )
+    if ruled_out(cmp):
+        text += f"; a gain that could explain the drop ruled out, p={cmp.p_shortfall:.2g}"
+    return text + ")"
+
+
+def freshness(a: Measured, b: Measured) -> str:
+    launches = len(a.groups) + len(b.groups)
+    return f"; fresh: {len(a.samples)} + {len(b.samples)} new samples" + (
+        f" in {launches} launches" if launches else ""
+    )
+
+
+def set_verdict(group: list[Hypothesis], status, reason: str, evidence: list[str]) -> None:
+    for g in group:
+        g.status = status
+        g.reason = f"{reason}; {g.reason}" if g.reason and status != "supported" else reason
+        g.evidence = evidence
+        if status == "refuted" and "not on the executed path" in g.reason:
+            g.status = "demoted"
+
+
+def halving_step(hunt: Hunt, rt: Runtime, base: Measured, m: Measured, base_label: str, full: float):
+    """One step of a localization by halving: A/B ``base`` vs ``m`` (the state with half of the
+    suspects changed). The half holds the culprit when ``m`` differs measurably from ``base`` and
+    moved at least half of ``full`` (the signed change of all suspects together, from ``base``):
+    a 2 % wobble is not the 24 % being hunted. Returns (holds it, base, m, the A/B in words)."""
+    cmp, base, m = ab(hunt, rt, base, m, base_label, m.label)
+    share = (m.median - base.median) / full if full else 0.0
+    # share >= 0.5 > 0 also means m moved from base the way all the suspects together did (the
+    # callers' ``full`` comes from an A/B that explained the drop, so its sign is the right one).
+    moved = cmp.verdict == "different" and share >= 0.5
+    return moved, base, m, fmt(cmp, base, m, hunt.target.metric)
+
+
+def record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:
+    """Keep a confirmation A/B's outcome on the hunt and say it."""
+    hunt.regression["p_value"] = cmp.p_value
+    return record_outcome(hunt, rt, ok, text, evidence, p_value=cmp.p_value, delta_pct=cmp.delta_pct, **extra)
+
+
+def record_outcome(hunt: Hunt, rt: Runtime, ok: bool, text: str, evidence: list[str], **extra) -> bool:
+    """Keep a confirmation's outcome (an A/B, or "does it serve") on the hunt and say it."""
+    hunt.confirmation = {"ok": ok, "text": text, **extra, "evidence": evidence}
+    rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + text)
+    return ok
+
+
+def setup_prefix(hunt: Hunt) -> str:
+    """The launch template's setup part (everything before its last ``&&``), ready to prepend."""
+    parts = hunt.target.launch.split(" && ")
+    prefix = " && ".join(parts[:-1]).replace("{worktree}", shlex.quote(hunt.target.repo)).replace("{port}", "0")
+    return f"{prefix} && " if prefix else ""
