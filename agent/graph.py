@@ -32,7 +32,7 @@ from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
 from transcripts.cassette import Cassette, EventChecker, ReplayStop
 from transcripts.lease import RunLease
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 
 class GraphState(TypedDict):
@@ -65,7 +65,7 @@ class Hunter:
         db.parent.mkdir(parents=True, exist_ok=True)
         # LangGraph's checkpoints beside the transcript store, in a file of their own: two writers on
         # one SQLite file would wait on each other's locks.
-        self.saver = saver or SqliteSaver(sqlite3.connect(str(db.with_name("checkpoints.db")), check_same_thread=False))
+        self.saver = saver or SqliteSaver(sqlite3.connect(str(layout(db).checkpoints), check_same_thread=False))
         self.store = store if store is not None else Store(db)
         self.runtimes: dict[str, Runtime] = {}
         self.leases: dict[str, RunLease] = {}

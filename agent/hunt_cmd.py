@@ -24,12 +24,13 @@ from agent.llm_policy import settings_for
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from agent.report import verdict, write_report
 from agent.state import Budget, Hunt, LLMSettings, Target, new_run_id
+from agent.terminal import print_report
 from tools.bench import SERVER_METRICS, BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
 from transcripts.lease import RunBusy
-from transcripts.store import Store, default_path
+from transcripts.store import Store, default_path, layout
 
 
 def default_db() -> Path:
@@ -170,7 +171,7 @@ def run_hunt(
     hunt = Hunt(run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
     approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
     view = LiveView(live and not json_out and console.is_terminal)
-    hunter = Hunter(db, db.parent / "runs", on_event=view.update)
+    hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         _take_lease(hunter, hunt.run_id, "--run-id")  # a --run-id another live process already drives: exit 2
         with view, graceful_signals():
@@ -179,7 +180,7 @@ def run_hunt(
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
     finally:
         hunter.close()
-    run_dir = db.parent / "runs" / hunt.run_id
+    run_dir = layout(db).runs / hunt.run_id
     write_report(result, run_dir, approve_hint)
     finish(result, run_dir, json_out, approve_hint)
 
@@ -187,15 +188,16 @@ def run_hunt(
 def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None = None) -> None:
     if json_out:
         print_json(verdict(hunt))
-    else:
-        out.print((run_dir / "report.md").read_text().split("## Timeline")[0], markup=False, highlight=False)
+    elif out.is_terminal:  # rendered: headings, tables, verdicts in colour, the approve command highlighted
+        print_report(out, hunt, "", approve_hint if hunt.status == "awaiting_approval" else None)
         out.print(f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}", highlight=False)
+    else:  # a pipe or a file: the Markdown as it is, no line wrapped at a terminal's width
+        text = (run_dir / "report.md").read_text().split("## Timeline")[0].rstrip() + "\n\n"
+        text += f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}\n"
         if hunt.status == "awaiting_approval" and approve_hint:
-            out.print(
-                f"[bold]awaiting approval:[/bold] {approve_hint}   (or: {approve_hint.replace(' approve ', ' reject ')}"
-                " --reason '...')",
-                highlight=False,
-            )
+            reject = approve_hint.replace(" approve ", " reject ")
+            text += f"awaiting approval: {approve_hint}   (or: {reject} --reason '...')\n"
+        print_report(out, hunt, text)
     if hunt.status in ("inconclusive", "failed") or hunt.root_kind == "external":
         raise typer.Exit(1)  # nothing to approve: a person must look outside the repository
 
@@ -398,9 +400,9 @@ def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
 
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db or default_db()
-    if not db.with_name("checkpoints.db").exists():
+    if not layout(db).checkpoints.exists():
         bad_input(f"--db: {db}: no run store here")
-    hunter = Hunter(db, db.parent / "runs")
+    hunter = Hunter(db, layout(db).runs)
     try:
         try:
             hunter.current(run_id)
@@ -412,7 +414,7 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         result = hunter.resume(run_id, decision)
     finally:
         hunter.close()
-    run_dir = db.parent / "runs" / run_id
+    run_dir = layout(db).runs / run_id
     write_report(result, run_dir)
     finish(result, run_dir, json_out)
 
@@ -448,10 +450,10 @@ def resume(
 ) -> None:
     """Continue a hunt that was killed mid-way, from its last checkpoint, reusing its measurements."""
     db = db or default_db()
-    if not db.with_name("checkpoints.db").exists():
+    if not layout(db).checkpoints.exists():
         bad_input(f"--db: {db}: no run store here")
     view = LiveView(not json_out and console.is_terminal)
-    hunter = Hunter(db, db.parent / "runs", on_event=view.update)
+    hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         try:
             hunter.current(run_id)
@@ -467,7 +469,7 @@ def resume(
             result = hunter.continue_run(run_id)
     finally:
         hunter.close()
-    run_dir = db.parent / "runs" / run_id
+    run_dir = layout(db).runs / run_id
     hint = f"sleuth approve {run_id}" + (f" --db {db}" if db != default_db() else "")
     write_report(result, run_dir, hint)
     finish(result, run_dir, json_out, hint)

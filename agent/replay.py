@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from agent.graph import Decision, Hunter
 from agent.state import INPUT_FIELDS, Hunt, LLMSettings, new_run_id
 from transcripts.cassette import Cassette, Divergence, EventChecker, Offline
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 
 class ReplayError(ValueError):
@@ -141,7 +141,7 @@ def replay_world(
         }
     )
     cassette = Cassette(events, strict=False, live=rewrite is not None, rewrite=rewrite)
-    hunter = Hunter(db, db.parent / "runs", store=store, saver=InMemorySaver(), cassette=cassette)
+    hunter = Hunter(db, layout(db).runs, store=store, saver=InMemorySaver(), cassette=cassette)
     out = ReplayResult(run_id=run_id, mode="world", new_run=hunt.run_id)
     try:
         hunter.lease(hunt.run_id)  # a replay that writes drives its own new run

@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.grouped import group_hypotheses
 from agent.state import Hunt
 from tools.measure import Cost
-
-CATEGORY_NAMES = {
-    "uncommitted": "uncommitted changes",
-    "history": "history",
-    "config": "config",
-    "environment": "environment",
-    "hardware": "hardware",
-    "dependencies": "dependencies",
-    "code_path": "code path",
-}
 
 
 def verdict(hunt: Hunt) -> dict:
@@ -86,6 +77,11 @@ def verdict(hunt: Hunt) -> dict:
     }
 
 
+def _cell(text: str) -> str:
+    """A table cell on one line: pipes escaped, newlines as spaces (a row never breaks)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     t = hunt.target
     lines = [
@@ -146,10 +142,10 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         "| id | category | statement | verdict | evidence |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for h in hunt.hypotheses:
-        lines.append(
-            f"| {h.id} | {CATEGORY_NAMES.get(h.category, h.category)} | {h.statement} | **{h.status}** | {h.reason} |"
-        )
+    for g in group_hypotheses(hunt.hypotheses):  # those one experiment decided: one row
+        covers = f": {', '.join(g.covers)}" if len(g.ids) > 1 else ""
+        cells = [g.id, g.category, g.statement + covers, f"**{g.status}**", g.reason]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "## Proposed action", ""]
     a = hunt.action
     if a is None or a.kind == "none":

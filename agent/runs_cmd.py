@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markdown import Markdown as RichMarkdown
 from rich.table import Table
 
 from agent.cli import app, bad_input, out, print_json
+from agent.grouped import group_hypotheses
 from transcripts.store import Store, default_path
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
@@ -39,21 +41,30 @@ def runs(
     if json_out:
         print_json([{k: v for k, v in r.items() if k != "verdict"} for r in rows])
         return
-    t = Table(title=f"runs in {store.path}")
-    for col in ("id", "started", "target", "policy", "status", "root cause", "probes", "time"):
-        t.add_column(col)
-    for r in rows:
-        took = f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else ""
-        t.add_row(
+    cols = ("id", "started", "target", "policy", "status", "root cause", "probes", "time")
+    table = [
+        (
             r["id"],
             _when(r["started"]),
-            (r.get("target") or "")[-40:],
+            r.get("target") or "",
             r.get("policy") or r["kind"],
             r.get("status") or "",
-            (r.get("root_summary") or "")[:48],
+            r.get("root_summary") or "",
             str(r.get("probes") or ""),
-            took,
+            f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else "",
         )
+        for r in rows
+    ]
+    if not out.is_terminal:  # a pipe: every value in full, tab-separated, one run per line
+        print("\t".join(cols))
+        for row in table:
+            print("\t".join(" ".join(v.split()) for v in row))
+        return
+    t = Table(title=f"runs in {store.path}")
+    for col in cols:
+        t.add_column(col)
+    for row in table:
+        t.add_row(row[0], row[1], row[2][-40:], row[3], row[4], row[5][:48], row[6], row[7])
     out.print(t)
 
 
@@ -98,7 +109,9 @@ def show(
         "## Hypotheses",
         "",
     ]
-    lines += [f"- {h['hid']} [{h['category']}] **{h['status']}**: {h['statement']} - {h['reason']}" for h in hyps]
+    for g in group_hypotheses(hyps):  # those one experiment decided: one line, listing what it covers
+        covers = f" ({', '.join(g.covers)})" if len(g.ids) > 1 else ""
+        lines.append(f"- {g.id} [{g.category}] **{g.status}**: {g.statement}{covers} - {g.reason}")
     lines += ["", "## Measurements", ""]
     lines += [
         f"- {m['mid']} {m['label']} `{m['ref'][:10]}`: {m['median']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] "
@@ -107,10 +120,10 @@ def show(
     ]
     lines += ["", "## Timeline", "", "```", *_timeline(store, run_id), "```"]
     text = "\n".join(lines) + "\n"
-    if markdown:
+    if markdown or not out.is_terminal:  # Markdown as it is: no line wrapped at a terminal's width
         print(text, end="")
     else:
-        out.print(text, markup=False, highlight=False)
+        out.print(RichMarkdown(text))
 
 
 @app.command("search")
@@ -126,6 +139,10 @@ def search(
         print_json(hits)
         return
     for h in hits:
-        out.print(f"{h['run']} #{h['seq']} {h['kind']}: {h['text']}", markup=False, highlight=False)
+        line = f"{h['run']} #{h['seq']} {h['kind']}: {h['text']}"
+        if out.is_terminal:
+            out.print(line, markup=False, highlight=False)
+        else:
+            print(line)
     if not hits:
         out.print("no match")

@@ -43,7 +43,7 @@ from tools.serverlog import read_log
 from tools.ssh import SSHHost
 from tools.stats import summarize
 from transcripts.cassette import Unanswerable
-from transcripts.store import Store
+from transcripts.store import Store, servers_beside
 
 if TYPE_CHECKING:
     from transcripts.cassette import Cassette
@@ -166,7 +166,7 @@ class Runtime:
             self.host,
             workdir=self.run_dir,
             cache=MeasureCache(self.run_dir / "measurements.json"),
-            pid_dir=self.run_dir.parent / "servers",  # shared by the store's runs
+            pid_dir=servers_beside(self.run_dir.parent),  # shared by the store's runs
             slots=t.slots,
             launch_timeout_s=t.launch_timeout_s,
             sample_timeout_s=t.sample_timeout_s,

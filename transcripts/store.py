@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlite_utils
 
@@ -85,6 +85,56 @@ def default_path() -> Path:
         return Path(os.environ["SLEUTH_DB"])
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "perf-sleuth" / "runs.db"
+
+
+class StoreLayout(NamedTuple):
+    """Where a store's side files live (``layout``)."""
+
+    db: Path
+    checkpoints: Path  # LangGraph's checkpoints (a SQLite file of its own)
+    runs: Path  # one directory per run: report, verdict, plot, logs, measurement cache, lease
+    servers: Path  # the registry of the servers its hunts launched (reaped after a crash)
+    serve: Path  # the service's work files (alerts, job logs)
+
+
+def layout(db: Path) -> StoreLayout:
+    """The side files of the store ``db``. ``runs.db`` keeps the names it always had, beside it
+    (``checkpoints.db``, ``runs/``, ``servers/``, ``serve/``); any other ``NAME.db`` gets its own
+    (``NAME.checkpoints.db``, ``NAME.runs/``, ``NAME.servers/``, ``NAME.serve/``), so two stores in
+    one folder share nothing. A store made under another name before this layout keeps the shared
+    names: it is recognised by having no ``NAME.checkpoints.db`` while the shared ``runs/`` holds a
+    directory of one of its runs."""
+    db = Path(db)
+    folder = db.parent
+    shared = StoreLayout(db, folder / "checkpoints.db", folder / "runs", folder / "servers", folder / "serve")
+    stem = db.name[: -len(".db")] if db.name.endswith(".db") else db.name
+    own = StoreLayout(*(folder / f"{stem}.{side}" for side in ("db", "checkpoints.db", "runs", "servers", "serve")))
+    own = own._replace(db=db)
+    if db.name == "runs.db" or own.checkpoints.exists():
+        return shared if db.name == "runs.db" else own
+    if db.exists() and shared.runs.is_dir() and _has_run_dirs(db, shared.runs):
+        return shared
+    return own
+
+
+def servers_beside(runs: Path) -> Path:
+    """The server registry that goes with a runs directory (``runs/`` -> ``servers/``,
+    ``NAME.runs/`` -> ``NAME.servers/``): what a hunt that knows only its run's directory uses."""
+    runs = Path(runs)
+    name = runs.name[: -len(".runs")] + ".servers" if runs.name.endswith(".runs") else "servers"
+    return runs.parent / name
+
+
+def _has_run_dirs(db: Path, runs: Path) -> bool:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            ids = [r[0] for r in con.execute("select id from runs order by started desc limit 200")]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return any((runs / i).is_dir() for i in ids)
 
 
 class Store:

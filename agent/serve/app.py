@@ -28,7 +28,7 @@ from agent.serve import pages
 from agent.serve.config import ServeConfig
 from agent.serve.payloads import Alert, AlertmanagerPayload
 from agent.serve.queue import HuntQueue
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 
 class DecisionIn(BaseModel):
@@ -55,7 +55,7 @@ def wants_html(request: Request) -> bool:
 
 def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool = True) -> FastAPI:
     app = FastAPI(title="perf-sleuth", version="1")
-    runs_dir = db.parent / "runs"
+    runs_dir = layout(db).runs
 
     def _token_ok(request: Request) -> bool:
         token = config.bearer()

@@ -35,7 +35,7 @@ from agent.serve.config import ServeConfig, ServeTarget
 from agent.serve.payloads import Alert
 from agent.state import new_run_id
 from transcripts.lease import is_driven
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 ACTIVE = ("queued", "running", "adopted")
 
@@ -53,7 +53,7 @@ class HuntQueue:
         self.config, self.db = config, db
         self.command = command or sleuth_command()
         self.store = Store(db)
-        self.work = db.parent / "serve"
+        self.work = layout(db).serve
         self.work.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
         self.wake = threading.Condition()
@@ -230,7 +230,7 @@ class HuntQueue:
         """Jobs the last service left running (or starting) are continued; one whose run a live
         process still drives (a hunt left running) is adopted instead: watched until it ends."""
         for job in self._jobs("status in ('running', 'starting', 'adopted')"):
-            if is_driven(self.db.parent / "runs" / job["run_id"]):
+            if is_driven(layout(self.db).runs / job["run_id"]):
                 self._update_job(job["id"], status="adopted")
                 t = threading.Thread(target=self._watch, args=(job,), name=f"sleuth-adopt-{job['id']}", daemon=True)
                 t.start()
@@ -241,7 +241,7 @@ class HuntQueue:
     def _watch(self, job: dict) -> None:
         """An adopted job: wait (polling the run's lease) until its driver is gone, then treat it
         as a job the last service left behind: done if its run ended, continued otherwise."""
-        run_dir = self.db.parent / "runs" / job["run_id"]
+        run_dir = layout(self.db).runs / job["run_id"]
         while not self.stopping and is_driven(run_dir):
             with self.wake:
                 self.wake.wait(timeout=1.0)

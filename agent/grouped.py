@@ -1,0 +1,104 @@
+"""Hypotheses decided by one shared experiment, shown as one row.
+
+On the seed one clean A/B refutes three variables and eight patches at once; listed one per row
+the same "HEAD 58.38 vs now 57.21 tok_per_s (-2.0%, p=0.15, same)" repeats eleven times and hides
+the rows that differ. Rows group when they share the verdict, the reason and the evidence (the
+same measurements): the group names how many of each category it covers and lists them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel
+
+CATEGORY_NAMES = {
+    "uncommitted": "uncommitted changes",
+    "history": "history",
+    "config": "config",
+    "environment": "environment",
+    "hardware": "hardware",
+    "dependencies": "dependencies",
+    "code_path": "code path",
+}
+# How a member is named in a group's list (its subject, else its statement).
+_NOUN = {
+    "environment": ("variable", "variables"),
+    "uncommitted": ("changed file", "changed files"),
+    "dependencies": ("package", "packages"),
+}
+
+
+class HypothesisGroup(BaseModel):
+    ids: list[str]
+    categories: list[str]  # in order of first appearance
+    statement: str  # the one statement, or what the group covers ("3 variables and 8 changed files")
+    covers: list[str]  # each member's subject (or statement), for the list under a grouped row
+    status: str
+    reason: str
+    evidence: list[str]
+
+    @property
+    def id(self) -> str:
+        return self.ids[0] if len(self.ids) == 1 else f"{self.ids[0]}-{self.ids[-1]}"
+
+    @property
+    def category(self) -> str:
+        return ", ".join(CATEGORY_NAMES.get(c, c) for c in self.categories)
+
+
+def _get(h: Any, *names: str) -> Any:
+    for name in names:
+        value = h.get(name) if isinstance(h, dict) else getattr(h, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def group_hypotheses(hypotheses: list[Any]) -> list[HypothesisGroup]:
+    """Group consecutive-or-not hypotheses (models or store rows) that share status, reason and
+    evidence; a hypothesis with no evidence (a reading, an untested one) stays on its own row."""
+    groups: list[HypothesisGroup] = []
+    index: dict[tuple, HypothesisGroup] = {}
+    for h in hypotheses:
+        evidence = _get(h, "evidence") or []
+        if isinstance(evidence, str):
+            evidence = [e for e in evidence.strip("[]").replace('"', "").split(",") if e.strip()]
+        status, reason = _get(h, "status") or "", _get(h, "reason") or ""
+        hid, category, statement = _get(h, "id", "hid") or "", _get(h, "category") or "", _get(h, "statement") or ""
+        member = _get(h, "subject") or statement
+        key = (status, reason, tuple(sorted(str(e).strip() for e in evidence)))
+        if evidence and key in index:
+            g = index[key]
+            g.ids.append(hid)
+            g.covers.append(member)
+            if category not in g.categories:
+                g.categories.append(category)
+            continue
+        g = HypothesisGroup(
+            ids=[hid],
+            categories=[category],
+            statement=statement,
+            covers=[member],
+            status=status,
+            reason=reason,
+            evidence=[str(e) for e in evidence],
+        )
+        groups.append(g)
+        if evidence:
+            index[key] = g
+    for g in groups:
+        if len(g.ids) > 1:
+            g.statement = _what_it_covers(g, hypotheses)
+    return groups
+
+
+def _what_it_covers(g: HypothesisGroup, hypotheses: list[Any]) -> str:
+    counts = Counter(_get(h, "category") for h in hypotheses if (_get(h, "id", "hid") or "") in g.ids)
+    parts = []
+    for category in g.categories:
+        n = counts[category]
+        one, many = _NOUN.get(category, (f"{category} hypothesis", f"{category} hypotheses"))
+        parts.append(f"{n} {one if n == 1 else many}")
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)

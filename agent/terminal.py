@@ -1,0 +1,148 @@
+"""The report as a person reads it in a terminal: headings, tables, verdicts in colour, the command
+to approve highlighted. In a pipe or a file the report stays plain Markdown (``agent.report``),
+written as it is, so no row is wrapped at the terminal's width; ``--json`` is the verdict.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from agent.grouped import group_hypotheses
+from agent.state import Hunt
+from tools.measure import Cost
+
+STATUS_STYLE = {
+    "awaiting_approval": "bold yellow",
+    "concluded": "bold green",
+    "inconclusive": "bold red",
+    "failed": "bold red",
+    "running": "bold cyan",
+}
+VERDICT_STYLE = {
+    "supported": "bold green",
+    "refuted": "red",
+    "demoted": "dim",
+    "inconclusive": "yellow",
+    "open": "cyan",
+}
+
+
+def _status(hunt: Hunt) -> Text:
+    return Text(hunt.status.replace("_", " "), style=STATUS_STYLE.get(hunt.status, "bold"))
+
+
+def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
+    """Everything the Markdown report says above its timeline, as Rich renderables."""
+    t = hunt.target
+    parts: list[RenderableType] = [Rule(f"perf-sleuth run {hunt.run_id}")]
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("Status", _status(hunt))
+    head.add_row("Target", Text(t.repo + (f" on {t.host}" if t.host else "")))
+    head.add_row("Alert", Text(t.summary or "-"))
+    policy = hunt.policy + (f" ({hunt.model})" if hunt.model else "")
+    head.add_row("Policy", Text(policy))
+    parts += [head, Text("")]
+
+    root = Text()
+    if hunt.root_kind:
+        root.append(hunt.root_kind, style="bold magenta")
+        root.append(f" {hunt.root_ref or ''}\n", style="bold")
+        root.append(hunt.root_summary)
+    else:
+        root.append(hunt.root_summary or hunt.error or "not found")
+    if hunt.confirmation.get("text"):
+        root.append("\nConfirmation A/B: ", style="bold")
+        root.append(hunt.confirmation["text"])
+    parts.append(Panel(root, title="Root cause", title_align="left"))
+
+    numbers = Table(title="Numbers", title_justify="left", show_edge=False)
+    for col in ("state", f"median {t.metric}", "95% interval", "samples"):
+        numbers.add_column(col, justify="left" if col == "state" else "right")
+    if t.good_value:
+        numbers.add_row("alert: good", f"{t.good_value:g}", "", "")
+    if t.bad_value:
+        numbers.add_row("alert: bad", f"{t.bad_value:g}", "", "")
+    latest = {m.label: m for m in hunt.measurements}
+    for m in latest.values():
+        numbers.add_row(
+            f"{m.label} ({m.ref[:10]})", f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples))
+        )
+    if hunt.after:
+        a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
+        numbers.add_row(
+            "after the approved revert",
+            f"{a['median']:.4g}",
+            f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]",
+            f"{rec:.0f}% of the drop recovered" if rec is not None else "",
+        )
+    parts += [numbers, Text("")]
+
+    hyps = Table(title="Hypotheses", title_justify="left", show_edge=False, expand=True)
+    hyps.add_column("id", no_wrap=True)
+    hyps.add_column("category")
+    hyps.add_column("statement", ratio=2)
+    hyps.add_column("verdict", no_wrap=True)
+    hyps.add_column("evidence", ratio=3)
+    for g in group_hypotheses(hunt.hypotheses):
+        statement = g.statement + (": " + ", ".join(g.covers) if len(g.ids) > 1 else "")
+        hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), g.reason)
+    parts += [hyps, Text("")]
+
+    a = hunt.action
+    action = Text()
+    if a is None or a.kind == "none":
+        action.append("none")
+    else:
+        action.append(f"{a.kind} ", style="bold")
+        action.append(f"{a.ref or ''}: {a.detail} - ")
+        action.append(a.status, style="bold yellow" if a.status == "pending" else "bold green")
+        if a.status == "applied" and a.branch:
+            action.append(f" (branch {a.branch})")
+    parts.append(Panel(action, title="Proposed action", title_align="left"))
+    if a is not None and a.status == "pending" and approve_hint:
+        cmds = Text()
+        cmds.append("approve: ", style="bold")
+        cmds.append(approve_hint, style="bold black on yellow")
+        cmds.append("\nreject:  ", style="bold")
+        cmds.append(f"{approve_hint.replace(' approve ', ' reject ')} --reason '...'")
+        parts.append(cmds)
+    if hunt.broken:
+        broken = Table(title="States that did not serve or build", title_justify="left", show_edge=False)
+        for col in ("state", "ref", "what happened", "the log's first error"):
+            broken.add_column(col)
+        for b in hunt.broken:
+            broken.add_row(b["label"], b["ref"], b["how"], b.get("failure") or "-")
+        parts.append(broken)
+    if hunt.pruned:
+        pruned = Table(title="Commits not bisected (no executed file)", title_justify="left", show_edge=False)
+        for col in ("commit", "files", "why"):
+            pruned.add_column(col)
+        for p in hunt.pruned:
+            pruned.add_row(
+                p["sha"][:10], ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else ""), p["reason"]
+            )
+        parts.append(pruned)
+    c = Cost.model_validate(hunt.cost)
+    parts.append(
+        Text(
+            f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {c.launches} launches, {c.samples} "
+            f"samples, {c.device_s:.1f} s with a server up, {c.build_s:.1f} s of setup; host slots: {t.slots}.",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def print_report(console: Console, hunt: Hunt, markdown: str, approve_hint: str | None = None) -> None:
+    """In a terminal the rendered report; elsewhere the Markdown as it is (no wrapping)."""
+    if console.is_terminal:
+        console.print(report_view(hunt, approve_hint))
+    else:
+        console.file.write(markdown)
+        console.file.flush()

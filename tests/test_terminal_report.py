@@ -1,0 +1,143 @@
+"""What a person sees: in a terminal the report renders (no raw Markdown), in a pipe it is valid
+Markdown with every table row on one line; hypotheses one experiment decided are one row."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+
+import pytest
+
+from agent.grouped import group_hypotheses
+from agent.state import Hypothesis
+from evals.lab.builder import build
+from evals.lab.spec import load_spec
+from tests.conftest import MINIMAL_SPEC, sleuth_exe
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tiny")
+    (tmp / "tiny.toml").write_text(MINIMAL_SPEC)
+    return build(load_spec(tmp / "tiny.toml"), tmp / "scenario")
+
+
+def _in_a_terminal(args: list[str], columns: int = 120, timeout: float = 300) -> str:
+    """Run ``sleuth ARGS`` with a pseudo-terminal as its stdout; what it wrote, escapes removed."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sleuth_exe(), *args], stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the other end closed: the process is done writing
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    return ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+
+
+def test_in_a_terminal_the_report_renders_with_no_raw_markdown(tiny, tmp_path):
+    text = _in_a_terminal(["hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(tmp_path / "r.db")])
+    assert "perf-sleuth run" in text and "Hypotheses" in text and "Root cause" in text
+    assert "**" not in text and "| --- |" not in text and "```" not in text
+    assert "approve: sleuth approve" in text  # the command to approve, on its own highlighted line
+    assert tiny.truth["root_causes"][0]["ref"] in text
+
+
+def test_in_a_pipe_the_report_is_markdown_with_every_row_on_one_line(tiny, tmp_path):
+    proc = subprocess.run(
+        [sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(tmp_path / "r.db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    md = proc.stdout
+    assert md.startswith("# perf-sleuth run ") and "## Hypotheses" in md
+    tables = _tables(md)
+    assert len(tables) >= 2
+    for header, rows in tables:
+        width = header.count("|")
+        for row in rows:  # a wrapped row would start without a pipe or have another cell count
+            assert row.startswith("| ") and row.endswith(" |") and row.replace("\\|", "").count("|") == width, row
+    import markdown_it
+
+    tokens = markdown_it.MarkdownIt().enable("table").parse(md)
+    assert sum(t.type == "table_open" for t in tokens) == len(tables)  # every table parses as one
+
+
+def _tables(md: str) -> list[tuple[str, list[str]]]:
+    lines, out, i = md.splitlines(), [], 0
+    while i < len(lines) - 1:
+        if lines[i].startswith("|") and re.match(r"^\| (--- \| )*--- \|$", lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and lines[j].strip():
+                j += 1
+            out.append((lines[i], lines[i + 2 : j]))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def test_runs_in_a_pipe_prints_every_value_in_full(tiny, tmp_path):
+    db = tmp_path / "r.db"
+    subprocess.run([sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db), "--json"],
+                   capture_output=True, timeout=300)  # fmt: skip
+    proc = subprocess.run([sleuth_exe(), "runs", "--db", str(db)], capture_output=True, text=True, timeout=60)
+    header, row = proc.stdout.splitlines()[:2]
+    assert header.split("\t")[:2] == ["id", "started"]
+    cells = row.split("\t")
+    run_id = json.loads(subprocess.run([sleuth_exe(), "runs", "--db", str(db), "--json"], capture_output=True,
+                                       text=True, timeout=60).stdout)[0]["id"]  # fmt: skip
+    assert cells[0] == run_id and cells[2].endswith("/repo") and "…" not in row
+    assert cells[5].startswith(tiny.truth["root_causes"][0]["ref"][:10])
+
+
+def _h(i: int, category: str, subject: str, status: str, reason: str, evidence: list[str]) -> Hypothesis:
+    return Hypothesis(
+        id=f"h{i}", category=category, statement=f"{subject} slows it", test="A/B", subject=subject,
+        status=status, reason=reason, evidence=evidence,
+    )  # fmt: skip
+
+
+def test_hypotheses_one_ab_decided_are_one_row_listing_what_it_covers():
+    same = "HEAD 58.38 vs now 57.21 tok_per_s (-2.0%, p=0.15, same)"
+    hs = [
+        _h(1, "hardware", "clocks", "refuted", "8 GPUs at max", []),
+        _h(2, "environment", "NCCL_ALGO", "refuted", same, ["m1", "m2"]),
+        _h(3, "environment", "NCCL_PROTO", "refuted", same, ["m1", "m2"]),
+        _h(4, "uncommitted", "a.py", "refuted", same, ["m1", "m2"]),
+        _h(5, "uncommitted", "b.py", "demoted", same + "; not on the executed path", ["m1", "m2"]),
+        _h(6, "history", "abc", "supported", "good 91 vs HEAD 62", ["m3", "m4"]),
+        _h(7, "hardware", "pcie", "refuted", "8 GPUs at max", []),  # no shared experiment: its own row
+    ]
+    groups = group_hypotheses(hs)
+    assert [g.id for g in groups] == ["h1", "h2-h4", "h5", "h6", "h7"]
+    shared = groups[1]
+    assert shared.statement == "2 variables and 1 changed file"
+    assert shared.category == "environment, uncommitted changes"
+    assert shared.covers == ["NCCL_ALGO", "NCCL_PROTO", "a.py"] and shared.reason == same
+    # store rows (the page's) group the same way
+    rows = [{"hid": h.id, "category": h.category, "statement": h.statement, "status": h.status, "reason": h.reason,
+             "evidence": json.dumps(h.evidence)} for h in hs]  # fmt: skip
+    assert [g.id for g in group_hypotheses(rows)] == ["h1", "h2-h4", "h5", "h6", "h7"]
