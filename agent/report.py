@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from agent.grouped import group_hypotheses
+from agent.plot import plot
 from agent.state import Hunt
 from tools.measure import Cost
 
@@ -197,42 +198,6 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     t0 = hunt.started_at
     lines += [f"- +{e.t - t0:6.1f}s {e.kind}: {e.text}" for e in hunt.events]
     return "\n".join(lines) + "\n"
-
-
-def plot(hunt: Hunt, path: Path) -> None:
-    """Metric per probed state with its interval, in probe order, with the alert's good/bad lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    latest: dict[str, object] = {}
-    for m in hunt.measurements:
-        latest[m.label] = m
-    ms = list(latest.values())
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(ms) + 2), 4), dpi=100)
-    xs = range(len(ms))
-    meds = [m.median for m in ms]  # type: ignore[attr-defined]
-    err = [[m.median - m.ci_low for m in ms], [m.ci_high - m.median for m in ms]]  # type: ignore[attr-defined]
-    ax.errorbar(xs, meds, yerr=err, fmt="o", capsize=4, color="#1f5fa8")
-    for x, m in zip(xs, ms, strict=True):
-        for s in m.samples:  # type: ignore[attr-defined]
-            ax.plot(x + 0.12, s, ".", color="#999999", markersize=3)
-    if hunt.target.good_value:
-        ax.axhline(
-            hunt.target.good_value, color="#2a9d2a", linestyle="--", label=f"alert good {hunt.target.good_value:g}"
-        )
-    if hunt.target.bad_value:
-        ax.axhline(hunt.target.bad_value, color="#c23b22", linestyle="--", label=f"alert bad {hunt.target.bad_value:g}")
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)  # type: ignore[attr-defined]
-    ax.set_ylabel(f"{hunt.target.metric} ({'higher' if hunt.target.higher_is_better else 'lower'} is better)")
-    ax.set_title(f"hunt {hunt.run_id}: {hunt.root_summary[:70]}", fontsize=9)
-    if hunt.target.good_value or hunt.target.bad_value:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def write_report(hunt: Hunt, run_dir: Path, approve_hint: str | None = None) -> None:

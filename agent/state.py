@@ -176,6 +176,7 @@ class Hunt(BaseModel):
     packages: dict = {}  # what the launch's Python has installed now: dists {name: version}, driver, python
     package_changes: list[dict] = []  # tools.packages.Change, against package_reference
     package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)
+    bisected: list[str] = []  # the bisected range, oldest first (after good_candidate, up to HEAD): the plot's x axis
     pruned: list[dict] = []  # commits not bisected: they touch no executed file (sha, files, reason)
     broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log

@@ -55,6 +55,7 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     good, head = rt.resolve(hunt, good_ref), rt.resolve(hunt, bad_ref)
     hunt.good_candidate = hunt.good_candidate or good
     parents = rt.rev_list(hunt, good, head)
+    hunt.bisected = list(reversed(list(parents)))  # rev-list is newest first (topological)
     no_ops = _prune(hunt, rt, good, head, parents)
     rt.say(
         hunt, "localize", f"bisecting {len(parents) - len(no_ops)} of {len(parents)} commits {good[:10]}..{head[:10]}"

@@ -1,0 +1,201 @@
+"""The hunt's plot: where in the range the step is, and what the fix did.
+
+Two panels. The bisection panel puts every commit of the bisected range on the x axis in history
+order (the known-good commit left, HEAD right): each measured commit with its samples and its
+median's interval, unmeasured commits as ticks, pruned ones (no executed file) in grey, commits
+that did not build or serve as crosses, the culprit(s) marked with their subject between the
+parent and the culprit, and the alert's good and bad values as lines. A hunt with no bisection
+(an env, patch, package or config cause) shows its measured states in order instead. The
+confirmation panel shows HEAD vs HEAD with the fix (the fresh A/B) and, after an approved fix, its
+re-measurement. The axis says which way is better. ``figure`` returns the matplotlib figure (the
+tests read its panels back); ``plot`` writes the PNG the report and the page show.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.state import Hunt, Measured
+
+GOOD, BAD, POINT, SAMPLE, CULPRIT = "#2a9d2a", "#c23b22", "#1f5fa8", "#9a9a9a", "#d97706"
+
+
+def _probe_launch(hunt: Hunt) -> str:
+    from agent.runtime import with_env
+
+    t = hunt.target
+    return t.launch if t.command else with_env(t.launch, hunt.probe_env)
+
+
+def _by_commit(hunt: Hunt) -> dict[str, list[float]]:
+    """Every sample of each commit measured the way the bisection probes it (no patch, the
+    bisection's environment): the history A/B's, the probes', the confirmation's HEAD."""
+    launch, out = _probe_launch(hunt), {}
+    for m in hunt.measurements:
+        if m.launch == launch and m.env == hunt.probe_env:
+            out.setdefault(m.ref, []).extend(m.samples)
+    return out
+
+
+def _culprit_subjects(hunt: Hunt) -> dict[str, str]:
+    causes = list(hunt.root_causes)
+    if hunt.root_kind == "commit":
+        causes.append({"kind": "commit", "ref": hunt.root_ref, "summary": hunt.root_summary})
+    subjects = {c["ref"]: c["summary"] for c in causes if c.get("kind") == "commit" and c.get("ref")}
+    for sha in hunt.culprits:
+        subjects.setdefault(sha, sha[:10])
+    return subjects
+
+
+def _axis_label(hunt: Hunt) -> str:
+    return f"{hunt.target.metric} ({'higher' if hunt.target.higher_is_better else 'lower'} is better)"
+
+
+def _alert_lines(ax, hunt: Hunt) -> None:
+    if hunt.target.good_value:
+        ax.axhline(hunt.target.good_value, color=GOOD, linestyle="--", label=f"alert good {hunt.target.good_value:g}")
+    if hunt.target.bad_value:
+        ax.axhline(hunt.target.bad_value, color=BAD, linestyle="--", label=f"alert bad {hunt.target.bad_value:g}")
+
+
+def _interval(values: list[float]) -> tuple[float, float, float]:
+    from tools.stats import summarize
+
+    s = summarize(values)
+    return s.median, s.ci_low, s.ci_high
+
+
+def _bisection_panel(ax, hunt: Hunt) -> None:
+    commits = [hunt.good_candidate or "", *hunt.bisected]
+    samples = _by_commit(hunt)
+    pruned = {p["sha"] for p in hunt.pruned}
+    broken = {b["ref"] for b in hunt.broken}
+    xs = range(len(commits))
+    measured_x, meds, lows, highs = [], [], [], []
+    for x, sha in enumerate(commits):
+        got = samples.get(sha)
+        if got:
+            ax.plot([x + 0.15] * len(got), got, ".", color=SAMPLE, markersize=3)
+            med, lo, hi = _interval(got)
+            measured_x.append(x)
+            meds.append(med)
+            lows.append(med - lo)
+            highs.append(hi - med)
+    ax.errorbar(measured_x, meds, yerr=[lows, highs], fmt="o", capsize=4, color=POINT, label="measured (median, 95%)")
+    bottom = min([*meds, hunt.target.bad_value or min(meds or [0])]) if meds else 0
+    for x, sha in enumerate(commits):
+        if sha[:10] in broken:
+            ax.plot(x, bottom, "x", color=BAD, markersize=9, label="did not build or serve")
+    subjects = _culprit_subjects(hunt)
+    for sha, subject in subjects.items():
+        if sha in commits:
+            x = commits.index(sha)
+            ax.axvspan(x - 0.5, x + 0.5, color=CULPRIT, alpha=0.18)
+            ax.annotate(
+                f"culprit: {subject[:60]}",
+                xy=(x, max(meds) if meds else 0),
+                xytext=(0, 14),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+                color=CULPRIT,
+                arrowprops={"arrowstyle": "->", "color": CULPRIT},
+            )
+    _alert_lines(ax, hunt)
+    ax.set_xticks(list(xs))
+    labels = []
+    for x, sha in enumerate(commits):
+        name = "good" if x == 0 else ("HEAD" if x == len(commits) - 1 else "")
+        labels.append(f"{sha[:7]}\n{name}" if name else sha[:7])
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    for tick, sha in zip(ax.get_xticklabels(), commits, strict=True):
+        if sha in pruned:
+            tick.set_color(SAMPLE)  # pruned: touches no executed file, never probed
+    ax.set_xlabel("commits of the range, in history order (grey: pruned, no executed file)")
+    ax.set_ylabel(_axis_label(hunt))
+    ax.set_title("bisection", fontsize=9, loc="left")
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="best")
+
+
+def _states_panel(ax, hunt: Hunt) -> None:
+    latest: dict[str, Measured] = {}
+    for m in hunt.measurements:
+        latest[m.label] = m
+    ms = list(latest.values())
+    xs = range(len(ms))
+    for x, m in zip(xs, ms, strict=True):
+        ax.plot([x + 0.15] * len(m.samples), m.samples, ".", color=SAMPLE, markersize=3)
+    ax.errorbar(
+        list(xs),
+        [m.median for m in ms],
+        yerr=[[m.median - m.ci_low for m in ms], [m.ci_high - m.median for m in ms]],
+        fmt="o",
+        capsize=4,
+        color=POINT,
+    )
+    _alert_lines(ax, hunt)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(_axis_label(hunt))
+    ax.set_title("measured states, in order", fontsize=9, loc="left")
+    if hunt.target.good_value or hunt.target.bad_value:
+        ax.legend(fontsize=7)
+
+
+def _confirmation_panel(ax, hunt: Hunt) -> None:
+    ids = hunt.confirmation.get("evidence", [])
+    sides = [m for i in ids for m in hunt.measurements if m.id == i]
+    labels, meds, errs = [], [], [[], []]
+    for x, m in enumerate(sides):
+        ax.plot([x + 0.15] * len(m.samples), m.samples, ".", color=SAMPLE, markersize=3)
+        labels.append(m.label)
+        meds.append(m.median)
+        errs[0].append(m.median - m.ci_low)
+        errs[1].append(m.ci_high - m.median)
+    if hunt.after:
+        a = hunt.after
+        labels.append("after the\napproved fix")
+        meds.append(a["median"])
+        errs[0].append(a["median"] - a["ci_low"])
+        errs[1].append(a["ci_high"] - a["median"])
+    ax.errorbar(range(len(meds)), meds, yerr=errs, fmt="o", capsize=4, color=POINT)
+    _alert_lines(ax, hunt)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, max(1, len(labels)) - 0.4)
+    ok = hunt.confirmation.get("ok")
+    ax.set_title(f"confirmation ({'confirmed' if ok else 'not confirmed'})", fontsize=9, loc="left")
+    ax.set_ylabel(_axis_label(hunt))
+
+
+def figure(hunt: Hunt):
+    """The hunt's figure: the bisection (or the measured states) and, when there is one, the
+    confirmation. Its axes carry the titles, labels and annotations the tests read back."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    confirmed = bool(hunt.confirmation.get("evidence"))
+    n = len(hunt.bisected) + 1 if hunt.bisected else len({m.label for m in hunt.measurements})
+    width = max(7.0, 0.35 * n + 4) + (3.5 if confirmed else 0)
+    fig, axes = plt.subplots(
+        1, 2 if confirmed else 1, figsize=(width, 4.6), dpi=100, squeeze=False,
+        gridspec_kw={"width_ratios": [3, 1]} if confirmed else None,
+    )  # fmt: skip
+    (_bisection_panel if hunt.bisected else _states_panel)(axes[0][0], hunt)
+    if confirmed:
+        _confirmation_panel(axes[0][1], hunt)
+    fig.suptitle(f"hunt {hunt.run_id}: {hunt.root_summary[:90]}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot(hunt: Hunt, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(hunt)
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,72 @@
+"""The hunt's plot: the bisection in history order with the culprit marked, and the confirmation."""
+
+from __future__ import annotations
+
+from agent.plot import figure
+from agent.runtime import with_env
+from agent.state import Hunt, Measured, Target
+
+LAUNCH = "exec {worktree}/serve.sh --port {port}"
+SHAS = [f"{i:02d}" * 20 for i in range(6)]  # good, then five commits up to HEAD
+
+
+def _m(i: int, label: str, ref: str, values: list[float], launch: str = LAUNCH) -> Measured:
+    s = sorted(values)
+    return Measured(
+        id=f"m{i}", label=label, ref=ref, launch=with_env(launch, {}), samples=values, median=s[len(s) // 2],
+        ci_low=s[0], ci_high=s[-1], cv=0.02,
+    )  # fmt: skip
+
+
+def _hunt(higher_is_better: bool = True) -> Hunt:
+    t = Target(repo="/r", launch=LAUNCH, metric="tok_per_s", good_value=94, bad_value=60,
+               higher_is_better=higher_is_better)  # fmt: skip
+    good, head, culprit = SHAS[0], SHAS[5], SHAS[3]
+    ms = [
+        _m(1, "good-candidate", good, [92, 93, 94]),
+        _m(2, "HEAD", head, [60, 61, 62]),
+        _m(3, "bisect 03", culprit, [61, 60, 62]),
+        _m(4, "bisect 02", SHAS[2], [93, 92, 91]),
+        _m(5, "HEAD", head, [61, 60, 59]),
+        _m(6, "HEAD+revert", "ff" * 20, [92, 93, 91]),
+        _m(7, "launch-good", head, [80, 81, 82], launch=LAUNCH + " --cuda-graph"),  # another launch: not a probe
+    ]
+    return Hunt(
+        run_id="r1", target=t, measurements=ms, good_candidate=good, bisected=SHAS[1:], culprits=[culprit],
+        root_kind="commit", root_ref=culprit, root_summary=f'{culprit[:10]} "Fence the eager all-reduce"',
+        pruned=[{"sha": SHAS[1], "files": ["docs/a.md"], "reason": "docs only"}],
+        broken=[{"label": "bisect 04", "ref": SHAS[4][:10], "how": "does not build", "failure": "x"}],
+        confirmation={"ok": True, "evidence": ["m5", "m6"]},
+        after={"median": 92.5, "ci_low": 91, "ci_high": 94, "recovered_pct_of_drop": 95},
+    )  # fmt: skip
+
+
+def test_the_bisection_panel_shows_the_range_in_history_order_with_the_culprit_marked():
+    fig = figure(_hunt())
+    bisection, confirmation = fig.axes
+    assert bisection.get_title(loc="left") == "bisection" and "history order" in bisection.get_xlabel()
+    ticks = [t.get_text() for t in bisection.get_xticklabels()]
+    assert [t.split("\n")[0] for t in ticks] == [s[:7] for s in SHAS]  # good ... HEAD, every commit
+    assert ticks[0].endswith("good") and ticks[-1].endswith("HEAD")
+    assert bisection.get_xticklabels()[1].get_color() != bisection.get_xticklabels()[2].get_color()  # pruned: grey
+    notes = [c.get_text() for c in bisection.texts]
+    assert notes == ['culprit: 0303030303 "Fence the eager all-reduce"']
+    legend = [t.get_text() for t in bisection.get_legend().get_texts()]
+    assert "did not build or serve" in legend and "alert good 94" in legend and "alert bad 60" in legend
+    assert bisection.get_ylabel() == "tok_per_s (higher is better)"
+    # the measured points: good, 02, the culprit 03, HEAD (both HEAD measurements pooled); not launch-good
+    points = bisection.lines  # samples and markers; the errorbar's centre line holds the medians
+    medians = next(line for line in points if line.get_marker() == "o").get_xdata()
+    assert list(medians) == [0, 2, 3, 5]
+    assert confirmation.get_title(loc="left") == "confirmation (confirmed)"
+    labels = [t.get_text() for t in confirmation.get_xticklabels()]
+    assert labels == ["HEAD", "HEAD+revert", "after the\napproved fix"]
+
+
+def test_a_lower_is_better_metric_says_so_and_a_hunt_without_bisection_shows_its_states():
+    h = _hunt(higher_is_better=False).model_copy(update={"bisected": [], "confirmation": {}, "after": {}})
+    fig = figure(h)
+    (states,) = fig.axes
+    assert states.get_title(loc="left") == "measured states, in order"
+    assert states.get_ylabel() == "tok_per_s (lower is better)"
+    assert [t.get_text().split("\n")[0] for t in states.get_xticklabels()][:2] == ["good-candidate", "HEAD"]
