@@ -17,6 +17,7 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_git_tools import fingerprint
+from transcripts.store import layout
 
 # TP-4 servers on eight GPUs: two slots, so A/Bs interleave on two warm servers (the seed, TP-8 on
 # eight GPUs, is the one-slot host the demo and the LLM tests hunt).
@@ -400,7 +401,7 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     deadline = time.monotonic() + 120
     # Let it finish a few probes (measurements are cached as they complete), then kill it mid-probe.
     while time.monotonic() < deadline and proc.poll() is None:
-        cache = list((tmp_path / "runs").glob("*/measurements.json"))
+        cache = list(layout(db).runs.glob("*/measurements.json"))
         if cache and len(json.loads(cache[0].read_text())) >= 3 and servers_in_worktrees(proc.pid):
             break
         time.sleep(0.05)
@@ -409,7 +410,7 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     runs = json.loads(sleuth("runs", "--db", str(db), "--json").stdout)
     run_id = runs[0]["id"]
     assert runs[0]["status"] == "running"  # it never got to write an ending
-    cached_before = len(json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text()))
+    cached_before = len(json.loads(next(layout(db).runs.glob("*/measurements.json")).read_text()))
     proc2 = sleuth("resume", run_id, "--db", str(db), "--json")
     assert proc2.returncode == 0, proc2.stderr[-2000:]
     v = json.loads(proc2.stdout)
@@ -417,7 +418,7 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     assert v["run_id"] == run_id and v["status"] == "awaiting_approval", why
     assert v["root_cause"]["ref"] == small.truth["root_causes"][0]["ref"], why
     assert cached_before >= 3  # finished measurements were there to reuse...
-    cache = json.loads(next((tmp_path / "runs").glob("*/measurements.json")).read_text())
+    cache = json.loads(next(layout(db).runs.glob("*/measurements.json")).read_text())
     assert v["probes"] == sum(1 for e in cache.values() if e["samples"])  # ...each state measured once
     assert sleuth_in_process("resume", run_id, "--db", db).returncode == 2  # awaiting approval: not resumable
     uncommitted = next(h for h in v["hypotheses"] if h["category"] == "uncommitted")

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import git_in, sleuth_in_process
 from tools.codepath import ImportTraces, entry_modules, imported, imported_modules, judge
+from transcripts.store import layout
 
 TRACE = """\
 import time: self [us] | cumulative | imported package
@@ -147,7 +148,7 @@ def test_a_hunt_prunes_commits_the_benchmark_never_executes(noisy_range, tmp_pat
     # commit were the only candidates.
     measured = {m["ref"] for m in json.loads(_show(db, v["run_id"]))["measurements"]}
     assert measured & set(pruned) == {shas["docs3"]}
-    report = (db.parent / "runs" / v["run_id"] / "report.md").read_text()
+    report = (layout(db).runs / v["run_id"] / "report.md").read_text()
     assert "## Commits not bisected" in report and shas["slow"][:10] in report
 
 

@@ -16,7 +16,7 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_in_process
 from tools.packages import diff, from_pip_log, overlay_dir, pip_log_changes, wheel_name, with_pythonpath
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 PIP_LOG = """\
 2026-03-01T02:14:07 pip install -U torch flashinfer-python
@@ -126,7 +126,7 @@ def test_without_a_wheelhouse_the_packages_are_named_but_left_untested(several, 
     deps = [h for h in v["hypotheses"] if h["category"] == "dependencies"]
     assert deps and all(h["status"] == "inconclusive" and "--wheelhouse" in h["reason"] for h in deps)
     assert v["status"] == "inconclusive" and v["root_cause"] is None
-    report = (tmp_path / "runs" / v["run_id"] / "report.md").read_text()
+    report = (layout(tmp_path / "r.db").runs / v["run_id"] / "report.md").read_text()
     assert "packages changed since pip's log" in report and "minikernels 0.6.15 -> 0.6.16" in report
     assert "(untested: the old versions cannot be tried: no wheelhouse" in report
 

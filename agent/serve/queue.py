@@ -56,6 +56,7 @@ class HuntQueue:
         self.work = layout(db).serve
         self.work.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
+        self.intake = threading.Lock()  # alerts are taken one at a time (``take``)
         self.wake = threading.Condition()
         self.stopping = False
         self.procs: dict[str, subprocess.Popen] = {}
@@ -97,7 +98,13 @@ class HuntQueue:
     # -- alerts in ---------------------------------------------------------------------------------
     def take(self, alert: Alert, source: str) -> dict:
         """Record an alert and act on it: a firing one starts a hunt (or joins the hunt already
-        running for the same fingerprint); a resolved one is recorded. Returns what happened."""
+        running for the same fingerprint); a resolved one is recorded. Returns what happened.
+        One alert at a time: the web server answers requests on a pool of threads, and two
+        repeats of one fingerprint arriving together must not both find no hunt and start two."""
+        with self.intake:
+            return self._take(alert, source)
+
+    def _take(self, alert: Alert, source: str) -> dict:
         fp = alert.key()
         target = self.config.target_for(alert.labels)
         row = {
