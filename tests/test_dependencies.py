@@ -154,5 +154,7 @@ def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_lo
     os.rename(site, tmp_path / "old-site")
     os.rename(saved, site)
     second = json.loads(sleuth_in_process("hunt", "--alert", path, "--db", db, "--json").stdout)
-    assert second["root_cause"]["kind"] == "dependency" and second["root_cause"]["ref"] == "minikernels"
+    why = [(h["category"], h["subject"] if "subject" in h else h["statement"][:40], h["status"], h["reason"][:200])
+           for h in second["hypotheses"]]  # fmt: skip
+    assert second["root_cause"]["kind"] == "dependency" and second["root_cause"]["ref"] == "minikernels", why
     assert f"the snapshot of run {first['run_id']}" in second["root_cause"]["summary"]

@@ -54,24 +54,23 @@ def _in_a_terminal(args: list[str], columns: int = 120, timeout: float = 300) ->
     return ANSI.sub("", b"".join(chunks).decode(errors="replace"))
 
 
-def test_in_a_terminal_the_report_renders_with_no_raw_markdown(tiny, tmp_path):
-    text = _in_a_terminal(["hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(tmp_path / "r.db")])
-    assert "perf-sleuth run" in text and "Hypotheses" in text and "Root cause" in text
-    assert "**" not in text and "| --- |" not in text and "```" not in text
-    assert "approve: sleuth approve" in text  # the command to approve, on its own highlighted line
-    assert tiny.truth["root_causes"][0]["ref"] in text
-
-
-def test_in_a_pipe_the_report_is_markdown_with_every_row_on_one_line(tiny, tmp_path):
+@pytest.fixture(scope="module")
+def piped(tiny, tmp_path_factory):
+    """One hunt of the tiny scenario with its stdout a pipe: (the Markdown it printed, its store)."""
+    db = tmp_path_factory.mktemp("piped") / "r.db"
     proc = subprocess.run(
-        [sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(tmp_path / "r.db")],
+        [sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "COLUMNS": "80"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    md = proc.stdout
+    return proc.stdout, db
+
+
+def test_in_a_pipe_the_report_is_markdown_with_every_row_on_one_line(piped):
+    md, _db = piped
     assert md.startswith("# perf-sleuth run ") and "## Hypotheses" in md
     tables = _tables(md)
     assert len(tables) >= 2
@@ -83,6 +82,17 @@ def test_in_a_pipe_the_report_is_markdown_with_every_row_on_one_line(tiny, tmp_p
 
     tokens = markdown_it.MarkdownIt().enable("table").parse(md)
     assert sum(t.type == "table_open" for t in tokens) == len(tables)  # every table parses as one
+
+
+def test_in_a_terminal_the_report_renders_with_no_raw_markdown(tiny, piped):
+    """The same run's report once more, in a pseudo-terminal: rejecting it prints it (no probe)."""
+    _md, db = piped
+    run_id = json.loads(subprocess.run([sleuth_exe(), "runs", "--db", str(db), "--json"], capture_output=True,
+                                       text=True, timeout=60).stdout)[0]["id"]  # fmt: skip
+    text = _in_a_terminal(["reject", run_id, "--reason", "looking by hand", "--db", str(db)])
+    assert "perf-sleuth run" in text and "Hypotheses" in text and "Root cause" in text
+    assert "**" not in text and "| --- |" not in text and "```" not in text
+    assert "rejected" in text and tiny.truth["root_causes"][0]["ref"] in text
 
 
 def _tables(md: str) -> list[tuple[str, list[str]]]:
@@ -99,10 +109,8 @@ def _tables(md: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def test_runs_in_a_pipe_prints_every_value_in_full(tiny, tmp_path):
-    db = tmp_path / "r.db"
-    subprocess.run([sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db), "--json"],
-                   capture_output=True, timeout=300)  # fmt: skip
+def test_runs_in_a_pipe_prints_every_value_in_full(tiny, piped):
+    _md, db = piped
     proc = subprocess.run([sleuth_exe(), "runs", "--db", str(db)], capture_output=True, text=True, timeout=60)
     header, row = proc.stdout.splitlines()[:2]
     assert header.split("\t")[:2] == ["id", "started"]
