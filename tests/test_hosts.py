@@ -61,6 +61,16 @@ def test_streaming_delivers_lines_as_they_come(host):
     assert seen[-1][0] - seen[0][0] > 0.3  # not all at the end
 
 
+def test_every_byte_of_the_output_arrives_even_when_the_exit_status_comes_first(host):
+    """The exit status can reach the client while the last output still waits in its buffer: a
+    read must drain both streams to their end (seen under load: a `git log` over SSH one commit
+    short). Many short commands with output at the end, each checked whole."""
+    for i in range(30):
+        res = host.run(["bash", "-c", f"sleep 0.0{i % 3}; seq 1 {500 + i}; seq 1 {i} >&2"])
+        assert res.stdout.splitlines() == [str(n) for n in range(1, 501 + i)]
+        assert res.stderr.splitlines() == [str(n) for n in range(1, i + 1)]
+
+
 def test_put_get_and_which(host, tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("payload")

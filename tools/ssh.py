@@ -186,6 +186,16 @@ class SSHHost:
         out, err = bytearray(), bytearray()
         pending = b""
         timed_out = False
+
+        def got(data: bytes) -> None:
+            nonlocal pending
+            out.extend(data)
+            if on_line is not None:
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    on_line(raw.decode(errors="replace"))
+
         while True:
             if timeout is not None and time.monotonic() - start > timeout + 10:
                 timed_out = True  # the remote `timeout` should have fired long ago
@@ -193,14 +203,8 @@ class SSHHost:
                 break
             idle = True
             if chan.recv_ready():
-                data = chan.recv(65536)
+                got(chan.recv(65536))
                 idle = False
-                out += data
-                if on_line is not None:
-                    pending += data
-                    *lines, pending = pending.split(b"\n")
-                    for raw in lines:
-                        on_line(raw.decode(errors="replace"))
             if chan.recv_stderr_ready():
                 err += chan.recv_stderr(65536)
                 idle = False
@@ -210,6 +214,18 @@ class SSHHost:
                 if not self._transport_ok(client):
                     raise EOFError("connection lost while the command was running")
                 select.select([chan], [], [], 0.01)
+        if not timed_out:
+            # The exit status can come in while the loop above found nothing to read yet, with the
+            # last output right behind it in the buffer (seen under load: a `git log` over SSH one
+            # commit short). Drain both streams to their end before believing the output complete.
+            chan.settimeout(10)
+            try:
+                while data := chan.recv(65536):
+                    got(data)
+                while data := chan.recv_stderr(65536):
+                    err += data
+            except TimeoutError:
+                pass  # no end of stream within 10 s after the exit status: keep what came
         if on_line is not None and pending:
             on_line(pending.decode(errors="replace"))
         code = -1 if timed_out else chan.recv_exit_status()
