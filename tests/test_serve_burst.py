@@ -44,3 +44,30 @@ def test_a_burst_of_alerts_loses_nothing_and_starts_one_hunt_per_fingerprint(tmp
     assert all(a["run_id"] == by_fp[a["fingerprint"]] for a in queued)  # the joined ones name that hunt
     # the service kept answering reads all along
     assert got.reads and all(status == 200 for status, _t in got.reads)
+
+
+def test_two_clicks_on_approve_at_once_queue_one_approval(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA) as service:
+        s = Store(service.db)
+        s.start_run("waiting", status="awaiting_approval")
+        s.close()
+
+        def click(_i: int) -> httpx.Response:
+            return httpx.post(
+                f"{service.url}/runs/waiting/approve",
+                json={"reason": "ok"},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(click, range(8)))
+        store = Store(service.db)
+        jobs = [j for j in store.db["serve_jobs"].rows if j["run_id"] == "waiting"]
+        store.close()
+    assert [r.status_code for r in answers] == [202] * 8
+    assert len(jobs) == 1 and jobs[0]["kind"] == "approve"
+    assert {r.json()["job"]["id"] for r in answers} == {jobs[0]["id"]}  # every click told of the one job

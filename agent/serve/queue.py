@@ -37,7 +37,7 @@ from agent.state import new_run_id
 from transcripts.lease import is_driven
 from transcripts.store import Store, layout
 
-ACTIVE = ("queued", "running", "adopted")
+ACTIVE = ("queued", "starting", "running", "adopted")  # a job that is not over yet
 
 
 DIE_WITH_PARENT = "SLEUTH_DIE_WITH_PARENT"  # set to the parent's pid: SIGTERM when it dies (agent.cli)
@@ -122,9 +122,7 @@ class HuntQueue:
         elif target is None:
             out["action"] = "unmatched"
         else:
-            active = self._jobs(
-                "kind = 'hunt' and fingerprint = ? and status in ('queued', 'running', 'adopted')", [fp]
-            )
+            active = self._jobs(f"kind = 'hunt' and fingerprint = ? and status in {ACTIVE}", [fp])
             if active:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
             else:
@@ -141,13 +139,13 @@ class HuntQueue:
         return out
 
     def decide(self, run_id: str, approved: bool, reason: str, branch: str | None = None) -> dict:
-        """Queue the approval (or rejection) of a run awaiting it; the job resumes the graph."""
-        pending = self._jobs(
-            "run_id = ? and kind in ('approve', 'reject') and status in ('queued', 'running', 'adopted')", [run_id]
-        )
-        if pending:
-            return pending[-1]
-        return self._put_job(kind="approve" if approved else "reject", run_id=run_id, reason=reason, branch=branch)
+        """Queue the approval (or rejection) of a run awaiting it; the job resumes the graph. Two
+        clicks at once get the one job (taken under the intake lock, like alerts)."""
+        with self.intake:
+            pending = self._jobs(f"run_id = ? and kind in ('approve', 'reject') and status in {ACTIVE}", [run_id])
+            if pending:
+                return pending[-1]
+            return self._put_job(kind="approve" if approved else "reject", run_id=run_id, reason=reason, branch=branch)
 
     # -- running jobs ------------------------------------------------------------------------------
     def argv(self, job: dict) -> list[str]:
