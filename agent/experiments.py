@@ -10,6 +10,7 @@ confirmation's outcome on the hunt.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis, Measured
@@ -153,6 +154,35 @@ def halving_step(hunt: Hunt, rt: Runtime, base: Measured, m: Measured, base_labe
     # callers' ``full`` comes from an A/B that explained the drop, so its sign is the right one).
     moved = cmp.verdict == "different" and share >= 0.5
     return moved, base, m, fmt(cmp, base, m, hunt.target.metric)
+
+
+def halve(
+    hunt: Hunt,
+    rt: Runtime,
+    suspects: list[Hypothesis],
+    base: Measured,
+    base_label: str,
+    full: float,
+    state_for: Callable[[list[Hypothesis]], Measured | None],
+    words: Callable[[list[Hypothesis], bool, str], str],
+) -> tuple[list[Hypothesis], Measured, Measured | None]:
+    """A localization by halving (patches, packages): ``state_for(half)`` is the state with only
+    that half changed (None: it cannot be made, stop), each ``halving_step`` keeps the half that
+    moved, the other half is refuted with ``words(half, moved, numbers)``. Returns (the suspects
+    left, the base as last measured, the last half's state when that half was the one left alone)."""
+    alone: Measured | None = None
+    while len(suspects) > 1:
+        half, rest = suspects[: len(suspects) // 2], suspects[len(suspects) // 2 :]
+        m = state_for(half)
+        if m is None:
+            break
+        moved, base, m, numbers = halving_step(hunt, rt, base, m, base_label, full)
+        cleared, suspects = (rest, half) if moved else (half, rest)
+        why = words(half, moved, numbers)
+        for x in cleared:
+            x.status, x.reason, x.evidence = "refuted", why, [base.id, m.id]
+        alone = m if len(half) == 1 and suspects == half else None
+    return suspects, base, alone
 
 
 def record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:

@@ -24,7 +24,7 @@ from agent.llm_policy import settings_for
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from agent.report import verdict, write_report
 from agent.state import Budget, Hunt, LLMSettings, Target, new_run_id
-from agent.terminal import print_report
+from agent.terminal import report_view
 from tools.bench import SERVER_METRICS, BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
@@ -189,7 +189,7 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
     if json_out:
         print_json(verdict(hunt))
     elif out.is_terminal:  # rendered: headings, tables, verdicts in colour, the approve command highlighted
-        print_report(out, hunt, "", approve_hint if hunt.status == "awaiting_approval" else None)
+        out.print(report_view(hunt, approve_hint if hunt.status == "awaiting_approval" else None))
         out.print(f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}", highlight=False)
     else:  # a pipe or a file: the Markdown as it is, no line wrapped at a terminal's width
         text = (run_dir / "report.md").read_text().split("## Timeline")[0].rstrip() + "\n\n"
@@ -197,7 +197,8 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
         if hunt.status == "awaiting_approval" and approve_hint:
             reject = approve_hint.replace(" approve ", " reject ")
             text += f"awaiting approval: {approve_hint}   (or: {reject} --reason '...')\n"
-        print_report(out, hunt, text)
+        out.file.write(text)
+        out.file.flush()
     if hunt.status in ("inconclusive", "failed") or hunt.root_kind == "external":
         raise typer.Exit(1)  # nothing to approve: a person must look outside the repository
 

@@ -83,6 +83,32 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
+    """The Numbers table (the Markdown report's and the terminal's): state, its commit (or ""),
+    median, 95 % interval, samples; the alert's values first, each label's latest measurement,
+    the re-measurement after an approved revert last."""
+    t = hunt.target
+    rows = [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
+    latest = {}  # label -> its latest measurement, in order of first appearance
+    for m in hunt.measurements:
+        latest[m.label] = m
+    rows += [
+        (m.label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
+        for m in latest.values()
+    ]
+    if hunt.after:
+        a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
+        interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
+        recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
+        rows.append(("after the approved revert", "", f"{a['median']:.4g}", interval, recovered))
+    return rows
+
+
+def pruned_files(p: dict) -> str:
+    """A pruned commit's files, the first four."""
+    return ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else "")
+
+
 def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     t = hunt.target
     lines = [
@@ -118,24 +144,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         f"| state | median {t.metric} | 95% interval | samples |",
         "| --- | --- | --- | --- |",
     ]
-    if t.good_value:
-        lines.append(f"| alert: good | {t.good_value:g} | | |")
-    if t.bad_value:
-        lines.append(f"| alert: bad | {t.bad_value:g} | | |")
-    latest = {}  # label -> its latest measurement, in order of first appearance
-    for m in hunt.measurements:
-        latest[m.label] = m
-    for m in latest.values():
-        lines.append(
-            f"| {m.label} (`{m.ref[:10]}`) | {m.median:.4g} | [{m.ci_low:.4g}, {m.ci_high:.4g}] | {len(m.samples)} |"
-        )
-    if hunt.after:
-        a = hunt.after
-        rec = a.get("recovered_pct_of_drop")
-        lines.append(
-            f"| after the approved revert | {a['median']:.4g} | [{a['ci_low']:.4g}, {a['ci_high']:.4g}] | "
-            + (f"{rec:.0f}% of the drop recovered |" if rec is not None else " |")
-        )
+    for state, ref, *rest in number_rows(hunt):
+        lines.append("| " + " | ".join([state + (f" (`{ref}`)" if ref else ""), *rest]) + " |")
     lines += [
         "",
         "## Hypotheses",
@@ -182,9 +192,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             "| commit | files | why |",
             "| --- | --- | --- |",
         ]
-        for p in hunt.pruned:
-            files = ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else "")
-            lines.append(f"| `{p['sha'][:10]}` | {files} | {p['reason']} |")
+        lines += [f"| `{p['sha'][:10]}` | {pruned_files(p)} | {p['reason']} |" for p in hunt.pruned]
     c = Cost.model_validate(hunt.cost)
     lines += [
         "",

@@ -430,9 +430,8 @@ class Runtime:
     ) -> Measured:
         """Measure a state (cached); the result joins the hunt's measurements under a new id.
         ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
-        sha = self.resolve(hunt, ref, paths)
-        state = self._state_of(hunt, label, sha, env, launch)
-        self._count_probe(hunt, state)
+        state = self._state(hunt, self.planned(hunt, label, ref, env, launch, paths))
+        sha = state.ref
         self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
         n = samples or hunt.budget.samples
 
@@ -448,12 +447,6 @@ class Runtime:
             raise
         return self._measured(hunt, label, sha, env or {}, state.launch, got)
 
-    @staticmethod
-    def _state_of(hunt: Hunt, label: str, sha: str, env: dict[str, str] | None, launch: str | None) -> State:
-        if hunt.target.command:  # a benchmark command: the env is its own (no launch to put it in)
-            return State(label=label, ref=sha, launch=launch or hunt.target.launch, env=env or {})
-        return State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
-
     def planned(
         self,
         hunt: Hunt,
@@ -467,7 +460,10 @@ class Runtime:
         against the probe budget, with no samples yet. An A/B measures its two sides together
         (``measure_pair``), so nothing is measured on its own first."""
         sha = self.resolve(hunt, ref, paths)
-        state = self._state_of(hunt, label, sha, env, launch)
+        if hunt.target.command:  # a benchmark command: the env is its own (no launch to put it in)
+            state = State(label=label, ref=sha, launch=launch or hunt.target.launch, env=env or {})
+        else:
+            state = State(label=label, ref=sha, launch=with_env(launch or hunt.target.launch, env or {}))
         self._count_probe(hunt, state)
         empty = {"samples": [], "median": 0, "ci_low": 0, "ci_high": 0, "cv": 0}
         return Measured(id="", label=label, ref=sha, launch=state.launch, env=env or {}, **empty)

@@ -5,13 +5,14 @@ written as it is, so no row is wrapped at the terminal's width; ``--json`` is th
 
 from __future__ import annotations
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
 from agent.grouped import group_hypotheses
+from agent.report import number_rows, pruned_files
 from agent.state import Hunt
 from tools.measure import Cost
 
@@ -64,23 +65,8 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     numbers = Table(title="Numbers", title_justify="left", show_edge=False)
     for col in ("state", f"median {t.metric}", "95% interval", "samples"):
         numbers.add_column(col, justify="left" if col == "state" else "right")
-    if t.good_value:
-        numbers.add_row("alert: good", f"{t.good_value:g}", "", "")
-    if t.bad_value:
-        numbers.add_row("alert: bad", f"{t.bad_value:g}", "", "")
-    latest = {m.label: m for m in hunt.measurements}
-    for m in latest.values():
-        numbers.add_row(
-            f"{m.label} ({m.ref[:10]})", f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples))
-        )
-    if hunt.after:
-        a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
-        numbers.add_row(
-            "after the approved revert",
-            f"{a['median']:.4g}",
-            f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]",
-            f"{rec:.0f}% of the drop recovered" if rec is not None else "",
-        )
+    for state, ref, *rest in number_rows(hunt):
+        numbers.add_row(state + (f" ({ref})" if ref else ""), *rest)
     parts += [numbers, Text("")]
 
     hyps = Table(title="Hypotheses", title_justify="left", show_edge=False, expand=True)
@@ -124,9 +110,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         for col in ("commit", "files", "why"):
             pruned.add_column(col)
         for p in hunt.pruned:
-            pruned.add_row(
-                p["sha"][:10], ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else ""), p["reason"]
-            )
+            pruned.add_row(p["sha"][:10], pruned_files(p), p["reason"])
         parts.append(pruned)
     c = Cost.model_validate(hunt.cost)
     parts.append(
@@ -137,12 +121,3 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         )
     )
     return Group(*parts)
-
-
-def print_report(console: Console, hunt: Hunt, markdown: str, approve_hint: str | None = None) -> None:
-    """In a terminal the rendered report; elsewhere the Markdown as it is (no wrapping)."""
-    if console.is_terminal:
-        console.print(report_view(hunt, approve_hint))
-    else:
-        console.file.write(markdown)
-        console.file.flush()

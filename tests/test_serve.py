@@ -23,6 +23,7 @@ import uvicorn
 from agent.serve.app import create_app
 from agent.serve.config import load_config
 from agent.serve.queue import HuntQueue
+from evals.burst import BASE
 from evals.fingerprint import fingerprint
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
@@ -42,12 +43,7 @@ repo = "{repo}"
 budget = {{ max_probes = 12, max_wall_s = 600, samples = 3 }}
 """
 FIRING = {
-    "version": "4",
-    "groupKey": '{}:{alertname="ThroughputRegression"}',
-    "status": "firing",
-    "receiver": "perf-sleuth",
-    "commonLabels": {"alertname": "ThroughputRegression", "service": "minisglang"},
-    "commonAnnotations": {"summary": "throughput 89 -> 70 tok/s", "good_value": "89"},
+    **BASE,  # the webhook envelope the burst's payloads share (evals.burst)
     "alerts": [
         {
             "status": "firing",

@@ -163,24 +163,18 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
     """Halve the changed packages: half of them at their old version vs now, until one is left.
     A half holds the culprit when it recovers at least half of what all of them recover."""
     full = old.median - now.median
-    suspects = list(group)
-    alone: Measured | None = None
-    while len(suspects) > 1:
-        half, rest = suspects[: len(suspects) // 2], suspects[len(suspects) // 2 :]
-        names = [x.subject or "" for x in half]
-        m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(names)}")
-        if isinstance(m, str):
-            break
-        moved, now, m, numbers = experiments.halving_step(hunt, rt, now, m, "now", full)
+
+    def state_for(half: list[Hypothesis]) -> Measured | None:
+        m = _measure_old(hunt, rt, half, f"deps-old {'+'.join(x.subject or '' for x in half)}")
+        return None if isinstance(m, str) else m
+
+    def words(half: list[Hypothesis], moved: bool, numbers: str) -> str:
+        names = ", ".join(x.subject or "" for x in half)
         if moved:
-            cleared, suspects = rest, half
-            why = f"localization: only {', '.join(names)} at the old version already recovers it ({numbers})"
-        else:
-            cleared, suspects = half, rest
-            why = f"localization: {', '.join(names)} at the old version recovers nothing ({numbers})"
-        for x in cleared:
-            x.status, x.reason, x.evidence = "refuted", why, [now.id, m.id]
-        alone = m if len(half) == 1 and suspects == half else None
+            return f"localization: only {names} at the old version already recovers it ({numbers})"
+        return f"localization: {names} at the old version recovers nothing ({numbers})"
+
+    suspects, now, alone = experiments.halve(hunt, rt, list(group), now, "now", full, state_for, words)
     last = suspects[0]
     if len(group) > 1 and alone is None:  # named by elimination: its own A/B must show it too
         m = _measure_old(hunt, rt, [last], f"deps-old {last.subject}")

@@ -8,7 +8,7 @@ patches, as a snapshot commit). Fix: discard the change (a person approves it).
 
 from __future__ import annotations
 
-from agent.experiments import ab, explains, fmt, halving_step, set_verdict
+from agent.experiments import ab, explains, fmt, halve, set_verdict
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 
@@ -66,20 +66,18 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
     Files on a path the server does not execute go last, so they are tested last."""
     full = now.median - head.median
     suspects = sorted(group, key=lambda x: "not on the executed path" in x.reason)
-    while len(suspects) > 1:
-        half = suspects[: len(suspects) // 2]
-        rest = suspects[len(suspects) // 2 :]
+
+    def state_for(half: list[Hypothesis]) -> Measured:
         paths = [x.subject for x in half if x.subject]
-        m = rt.planned(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
-        moved, head, m, numbers = halving_step(hunt, rt, head, m, "HEAD", full)
+        return rt.planned(hunt, f"HEAD+{len(paths)} patch(es)", "WORKTREE", paths=paths)
+
+    def words(half: list[Hypothesis], moved: bool, numbers: str) -> str:
+        paths = ", ".join(x.subject for x in half if x.subject)
         if moved:
-            cleared, suspects = rest, half
-            why = f"localization: HEAD plus only [{', '.join(paths)}] already reproduces the slowdown ({numbers})"
-        else:
-            cleared, suspects = half, rest
-            why = f"localization: HEAD plus this change (with [{', '.join(paths)}]) is as fast as HEAD ({numbers})"
-        for x in cleared:
-            x.status, x.reason, x.evidence = "refuted", why, [head.id, m.id]
+            return f"localization: HEAD plus only [{paths}] already reproduces the slowdown ({numbers})"
+        return f"localization: HEAD plus this change (with [{paths}]) is as fast as HEAD ({numbers})"
+
+    suspects, head, _alone = halve(hunt, rt, suspects, head, "HEAD", full, state_for, words)
     rt.say(hunt, "localize", f"the uncommitted change that matters: {suspects[0].subject}")
 
 
