@@ -47,15 +47,16 @@ def ab(
     better: str | None = None,
     n: int | None = None,
 ):
-    """Compare two states on samples taken together: ``n`` (the budget's samples per state, at
-    least 6) new samples of each, interleaved on two warm servers or in balanced launches on a
-    one-slot host.
-    Samples either side got earlier (the reproduction, another A/B, the bisection) are not used:
-    taken at another time, under another load, they make drift look like a difference (two warm
-    servers measured one after the other under a neighbour's changing load differed by 9 % on a
-    change that does nothing). While unknown, more fresh rounds (as many again, then twice as
-    many), joined to the first. One of many tests of the same question passes a smaller
-    ``alpha`` (Bonferroni). ``a`` and ``b`` may be measured states or ``Runtime.planned`` ones.
+    """Compare two states on samples taken together: ``n`` (``Runtime.ab_samples``: the budget's
+    samples per state, at least 6, more where a launch is expensive) new samples of each,
+    interleaved on two warm servers or in balanced launches on a one-slot host (the first on a
+    server still up from the step before, if either side has one). Samples either side got earlier
+    (the reproduction, another A/B, the bisection) are not used: taken at another time, under
+    another load, they make drift look like a difference (two warm servers measured one after the
+    other under a neighbour's changing load differed by 9 % on a change that does nothing). While
+    unknown, more fresh rounds (as many again, then twice as many), joined to the first. One of many
+    tests of the same question passes a smaller ``alpha`` (Bonferroni). ``a`` and ``b`` may be
+    measured states or ``Runtime.planned`` ones.
 
     ``better`` ("a" or "b"): the side that must be better for the hypothesis under test to
     explain the regression. Then an unknown answer whose one-sided test already rules out a gain
@@ -63,7 +64,7 @@ def ab(
     launch or more on a one-slot host, could only make a difference too small to matter
     significant. "either": no side is named (a model's compare); the test is on the side that
     measures better so far (the other one is further still from such a gain)."""
-    n = n or max(hunt.budget.samples, 6)  # 5 + 5 reach p <= 0.01 only if independent: see fresh_ab
+    n = n or rt.ab_samples(hunt, alpha)
     a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
     cmp = _ab_round(hunt, a, b, alpha, better)
     for more in (n, 2 * n):
@@ -105,7 +106,7 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n:
     at all, and only with independent samples; in launches of two or three they count for less,
     and 6 + 6 still reaches it at a design effect up to 1.4), never samples from the bisection
     or the ledger's tests; while the answer is unknown, more fresh rounds, as ``ab``."""
-    n = max(n, 6)
+    n = max(n, rt.ab_samples(hunt))
     ma, mb = rt.fresh_pair(hunt, a, b, n)
     cmp = launch_aware(hunt, ma, mb)
     for more in (n, 2 * n):

@@ -41,7 +41,7 @@ from tools.measure import (
 from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
-from tools.stats import summarize
+from tools.stats import one_round_samples, summarize
 from transcripts.cassette import Unanswerable
 from transcripts.store import Store, servers_beside
 
@@ -54,6 +54,11 @@ class BudgetExhausted(RuntimeError):
 
 
 AFTER_APPROVAL = ("apply", "verify")
+
+# A launch costing at least this many samples makes a second A/B round (three more launches on a
+# one-slot host) dearer than the few samples that let the first round decide (``ab_samples``). In
+# the lab at a few percent of its launch time a launch costs about one sample; on a node, ten.
+LAUNCH_IN_SAMPLES = 3.0
 
 
 # The hunt's event kinds as the transcript store names them (everything else is a note).
@@ -467,6 +472,19 @@ class Runtime:
         self._count_probe(hunt, state)
         empty = {"samples": [], "median": 0, "ci_low": 0, "ci_high": 0, "cv": 0}
         return Measured(id="", label=label, ref=sha, launch=state.launch, env=env or {}, **empty)
+
+    def ab_samples(self, hunt: Hunt, alpha: float = 0.01) -> int:
+        """New samples per side for an A/B's first round: the budget's samples, at least 6 (5 + 5
+        reach p <= 0.01 only with independent samples). On a one-slot host where a launch costs
+        at least ``LAUNCH_IN_SAMPLES`` samples (from this hunt's own measured costs, which travel
+        in its recording, so a replay decides alike), enough for a round of three launches to
+        decide alone (``stats.one_round_samples``): a few more samples are cheaper than a second
+        round's three launches."""
+        n = max(hunt.budget.samples, 6)
+        ratio = Cost.model_validate(hunt.cost).launch_in_samples() if hunt.cost else None
+        if hunt.target.slots >= 2 or ratio is None or ratio < LAUNCH_IN_SAMPLES:
+            return n
+        return max(n, one_round_samples(alpha))
 
     def _state(self, hunt: Hunt, m: Measured) -> State:
         """The measured state of ``m`` as the measurer keys it."""

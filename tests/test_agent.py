@@ -534,3 +534,20 @@ def test_a_culprit_whose_revert_conflicts_is_proven_against_its_parent_and_left_
     assert v["proposed_action"]["kind"] == "investigate"
     assert "conflicts in lib.py" in v["proposed_action"]["detail"]
     assert fingerprint(repo) == before
+
+
+def test_an_ab_takes_more_samples_only_on_a_one_slot_host_whose_launches_are_dear():
+    from agent.runtime import Runtime
+    from agent.state import Budget, Hunt, Target
+
+    def hunt(slots: int, cost: dict) -> Hunt:
+        t = Target(repo=".", launch="x", metric="tok_per_s", slots=slots)
+        return Hunt(run_id="r", target=t, budget=Budget(samples=5), cost=cost)
+
+    dear = {"launches": 2, "samples": 10, "launch_s": 40.0, "sample_s": 10.0}  # a launch: 20 samples
+    cheap = {"launches": 2, "samples": 10, "launch_s": 2.0, "sample_s": 10.0}  # the demo's: one sample
+    rt = Runtime.__new__(Runtime)  # ab_samples reads only the hunt
+    assert rt.ab_samples(hunt(1, dear)) == 8
+    assert rt.ab_samples(hunt(2, dear)) == 6  # two warm servers: no launches to save
+    assert rt.ab_samples(hunt(1, cheap)) == 6  # a second round costs little
+    assert rt.ab_samples(hunt(1, {"launches": 2, "samples": 10})) == 6  # times unknown (old recording)

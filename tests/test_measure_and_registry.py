@@ -154,7 +154,9 @@ def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlap
     # (three launches); 5 vs 5, or 10 vs 10 when launch-to-launch variance makes 5 worth fewer.
     assert sum(ma.groups) == sum(mb.groups) == cmp.n_a in (5, 10)
     rounds = cmp.n_a // 5
-    assert ma.groups == [3, 2] * rounds and mb.groups == [5] * rounds and len(ma.groups) == ma.launches
+    # A second round leads on A's server still up from the first round's A-tail: [3, 2 + 3, 2]
+    assert ma.groups == {1: [3, 2], 2: [3, 5, 2]}[rounds] and mb.groups == [5] * rounds
+    assert len(ma.groups) == ma.launches
     runs = [label for i, label in enumerate(order) if i == 0 or order[i - 1] != label]
     assert runs == ["A-good", "B-head"] * (len(runs) // 2) + ["A-good"] * (len(runs) % 2)
     # Both sides sit at the same mean time, so a drift linear over the A/B falls on both alike.
@@ -192,14 +194,33 @@ def test_a_one_slot_pair_top_up_launches_each_side_again(lab):
     m.measure(a, own, 2)  # a has two already; b has none
     ma, mb = m.measure_pair(a, b, own, 4)
     assert len(ma.samples) == 4 and len(mb.samples) == 4
-    # A B A: a's two missing samples in halves around b's one block
-    assert ma.groups == [2, 1, 1] and mb.groups == [4]
+    # A B A: a's two missing samples in halves around b's one block, the first half on a's
+    # server still up from its own measurement (a launch saved), the second on a new launch
+    assert ma.groups == [3, 1] and ma.launches == 2 and mb.groups == [4]
     again_a, again_b = m.measure_pair(a, b, own, 4)
     assert again_a.samples == ma.samples and again_b.launches == 1  # enough already: nothing run
     fresh_a, fresh_b = m.measure_pair(a, b, own, 2, fresh=True)  # a confirmation: new samples only
     assert len(fresh_a.samples) == 6 and len(fresh_b.samples) == 6  # two more each, none reused...
     # ...in new launches, A B A again: a's two in halves around one launch of b's two
     assert fresh_a.groups[-2:] == [1, 1] and fresh_b.groups == [4, 2] and fresh_b.launches == 2
+
+
+def test_a_one_slot_ab_starts_on_a_warm_server_of_either_side_but_a_confirmation_never_does(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 19}))  # nothing cached for it
+    a = State(label="warm-good", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="warm-head", ref=scen.head_sha, launch=ann["launch_command"])
+    m.measure(b, own, 1)  # b's server stays up (the reproduction's, say)
+    before = m.cost.launches
+    order: list[str] = []
+    m._interleave([(a, m._entry(a, own)[0], 4), (b, m._entry(b, own)[0], 4)], own, False, lambda s, _v: order.append(s))
+    # b leads on its warm server: B A B, two launches instead of three
+    assert m.cost.launches - before == 2
+    runs = [s for i, s in enumerate(order) if i == 0 or order[i - 1] != s]
+    assert runs == ["warm-head", "warm-good", "warm-head"]
+    ma, mb = m.measure_pair(a, b, own, 4, fresh=True)  # relaunch by default: a confirmation
+    assert m.cost.launches - before == 5  # three more: nothing served by a server of earlier samples
+    assert ma.groups[-2:] == [2, 2] and mb.groups[-1] == 4
 
 
 def test_a_state_that_does_not_start_is_broken_with_the_logs_reason(lab):

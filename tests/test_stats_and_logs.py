@@ -98,3 +98,24 @@ def test_the_design_effect_counts_correlated_launches_but_two_launches_a_side_ba
     assert design_effect(*offsets) > 3.0
     # The same data on one launch per side: nothing to tell launch spread from sample noise.
     assert design_effect([[1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0]]) == 1.0
+
+
+def test_a_one_slot_round_is_sized_so_a_clear_effect_can_decide_in_it():
+    from tools.stats import PRIOR_RHO, _deflated, one_round_samples
+
+    def best_p(n: int) -> float:  # every sample of one side beyond every sample of the other, A B A
+        return _deflated(min_p_value(n, n), 1 + (2 * n / 3 - 1) * PRIOR_RHO)
+
+    n = one_round_samples(alpha=0.01)
+    assert best_p(6) > 0.01 / 4  # 6 + 6 decides only when nothing at all goes against it
+    assert best_p(n) <= 0.01 / 4 and best_p(n - 1) > 0.01 / 4  # the fewest that leave a margin
+    assert one_round_samples(alpha=0.01 / 3) > n  # one of three tests (Bonferroni) needs more
+    assert one_round_samples(alpha=0.05) == 6  # never below six
+
+
+def test_a_launch_is_priced_in_samples_from_the_measured_times_and_unknown_before_them():
+    from tools.measure import Cost
+
+    assert Cost(launches=2, samples=10, launch_s=20.0, sample_s=10.0).launch_in_samples() == 10.0
+    assert Cost(launches=2, samples=10).launch_in_samples() is None  # a recording from before the times
+    assert Cost(launches=1, launch_s=3.0).plus({"launches": 1, "launch_s": 1.5}).launch_s == 4.5

@@ -135,19 +135,23 @@ class Measurement(BaseModel):
 
 class Cost(BaseModel):
     """What measuring cost: launches, samples, device time (wall time with a server up, or a
-    benchmark command running) and build time (the per-probe setup)."""
+    benchmark command running) and build time (the per-probe setup); ``launch_s`` and
+    ``sample_s``, the parts of the wall time spent launching (setup to healthy) and sampling,
+    say what one launch costs in samples, which sizes an A/B on a one-slot host
+    (``Runtime.ab_samples``)."""
 
     launches: int = 0
     samples: int = 0
     device_s: float = 0.0
     build_s: float = 0.0
+    launch_s: float = 0.0
+    sample_s: float = 0.0
 
     def minus(self, before: Cost) -> Cost:
         return Cost(
             launches=self.launches - before.launches,
             samples=self.samples - before.samples,
-            device_s=round(self.device_s - before.device_s, 3),
-            build_s=round(self.build_s - before.build_s, 3),
+            **{k: round(getattr(self, k) - getattr(before, k), 3) for k in _SECONDS},
         )
 
     def plus(self, other: Cost | dict) -> Cost:
@@ -155,9 +159,18 @@ class Cost(BaseModel):
         return Cost(
             launches=self.launches + o.launches,
             samples=self.samples + o.samples,
-            device_s=round(self.device_s + o.device_s, 3),
-            build_s=round(self.build_s + o.build_s, 3),
+            **{k: round(getattr(self, k) + getattr(o, k), 3) for k in _SECONDS},
         )
+
+    def launch_in_samples(self) -> float | None:
+        """What one launch costs in samples (mean launch time over mean sample time), or None
+        before both were measured (recordings from before these times were kept)."""
+        if not (self.launches and self.samples and self.launch_s and self.sample_s):
+            return None
+        return (self.launch_s / self.launches) / (self.sample_s / self.samples)
+
+
+_SECONDS = ("device_s", "build_s", "launch_s", "sample_s")
 
 
 def _measurement(state: State, tree: str, entry: dict) -> Measurement:
@@ -307,6 +320,7 @@ class Measurer:
                 stack.callback(lambda: self._add_device(time.monotonic() - up))
                 launched = _Launched(stack, lambda: self._run_command(wt, workload, state))
             self._launch_s.append(time.monotonic() - t0)
+            self.cost = self.cost.plus(Cost(launch_s=self._launch_s[-1]))
         except BaseException:
             stack.close()
             raise
@@ -317,6 +331,10 @@ class Measurer:
         groups.append(0)
         self.cost = self.cost.plus(Cost(launches=1))
         return launched
+
+    def _sampled(self, seconds: float) -> None:
+        self._sample_s.append(seconds)
+        self.cost = self.cost.plus(Cost(sample_s=seconds))
 
     def _add_device(self, seconds: float) -> None:
         self.cost = self.cost.plus(Cost(device_s=seconds))
@@ -438,7 +456,7 @@ class Measurer:
             value = workload.reader().read(res.stdout, written)
         except MetricError as exc:
             raise ProbeError(f"benchmark command in {worktree}: {exc}") from None
-        self._sample_s.append(time.monotonic() - t0)
+        self._sampled(time.monotonic() - t0)
         return value, None
 
     def _sample(self, server: Server, workload: Workload, state: State) -> tuple[float, float | None]:
@@ -453,7 +471,7 @@ class Measurer:
             if self._at_deadline():
                 raise Deadline(f"the wall-time budget ran out while sampling {state.label}")
             self._broken_on_request(server, state, res.samples[0].error or "", timeout)
-        self._sample_s.append(time.monotonic() - t0)
+        self._sampled(time.monotonic() - t0)
         try:
             value = res.metric(workload.metric)
         except KeyError as exc:
@@ -647,14 +665,25 @@ class Measurer:
         # One slot: launches in a balanced order, each giving a block of samples; a side that needs
         # nothing is not launched. Both sides' blocks sit symmetrically in time, so a drift that is
         # linear over the A/B (a neighbour's load rising, clocks settling) falls on both alike.
-        for state, entry, block in self._block_order(sides):
-            self._take(state, workload, entry, block, True, on_sample)
+        # Unless ``fresh`` (a confirmation: servers launched for it), a side whose server is still
+        # up from the step before goes first and its first block is new samples on that server:
+        # a launch saved, the A B A order kept.
+        warm = None if fresh else next((s for s, _e, n in sides if n and self._is_warm(s, workload)), None)
+        for i, (state, entry, block) in enumerate(self._block_order(sides, lead=warm)):
+            self._take(state, workload, entry, block, i > 0 or warm is None, on_sample)
 
-    def _block_order(self, sides: list[tuple[State, dict, int]]) -> list[tuple[State, dict, int]]:
+    def _is_warm(self, state: State, workload: Workload) -> bool:
+        return MeasureCache.key(self._entry(state, workload)[1], state, workload) in self._warm
+
+    def _block_order(
+        self, sides: list[tuple[State, dict, int]], lead: State | None = None
+    ) -> list[tuple[State, dict, int]]:
         """The launches of a one-slot A/B, in order, as (state, entry, samples). Small A/Bs, where
-        one launch per side would do, are A B A (the first side split in two halves around the
-        second): three launches. Larger ones alternate A B B A A B ... in blocks of
+        one launch per side would do, are A B A (the first side, or ``lead``, split in two halves
+        around the second): three launches. Larger ones alternate A B B A A B ... in blocks of
         ``samples_per_launch``. One side only: its blocks in a row."""
+        if lead is not None and sides[1][0] is lead:
+            sides = sides[::-1]
         (a, ea, na), (b, eb, nb) = sides
         per = self.samples_per_launch(max(na, nb))
         if na and nb and max(na, nb) <= 2 * per and na >= 2:

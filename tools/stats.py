@@ -291,6 +291,19 @@ def design_effect(*sides: Sequence[Sequence[float]]) -> float:
     return 1.0 + (m - 1) * rho
 
 
+def one_round_samples(alpha: float = 0.01, margin: float = 4.0, least: int = 6, most: int = 20) -> int:
+    """Samples per side for a one-slot A/B (A B A: three launches) that can decide alone: the
+    fewest whose best outcome (every sample of one side beyond every sample of the other) reaches
+    ``alpha / margin`` at the prior design effect of its launches. 6 + 6 reaches 0.007 at best:
+    any launch-to-launch spread the round measures, or one overlapping sample, leaves a 33 % drop
+    "unknown" and costs a second round of three launches; 8 + 8 reaches 0.0016."""
+    for n in range(least, most + 1):
+        per_launch = 2 * n / 3
+        if _deflated(min_p_value(n, n), 1.0 + (per_launch - 1) * PRIOR_RHO) <= alpha / margin:
+            return n
+    return most
+
+
 def compare_launches(
     a: Sequence[float],
     a_groups: Sequence[int],
