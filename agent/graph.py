@@ -12,13 +12,14 @@ interrupt; the node that asks re-runs on resume, so it has no side effects of it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -32,7 +33,7 @@ from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
 from transcripts.cassette import Cassette, EventChecker, ReplayStop
 from transcripts.lease import RunLease
-from transcripts.store import Store, layout
+from transcripts.store import Store, StoreUnavailable, layout, unavailable
 
 
 class GraphState(TypedDict):
@@ -114,6 +115,11 @@ class Hunter:
                 hunt.status, hunt.error = "inconclusive", str(exc)
                 rt.say(hunt, "budget", str(exc))
             except Exception as exc:
+                store_down = unavailable(exc, self.store.path)
+                if store_down is not None:
+                    # The store (or the disk under it), not the hunt: stop at the last checkpoint,
+                    # resumable, instead of writing a "failed" that could not be written anyway.
+                    raise store_down from exc
                 hunt.status = "failed"
                 kind = exc.kind if isinstance(exc, RecordedError) else type(exc).__name__
                 hunt.error = f"{kind}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -320,35 +326,67 @@ class Hunter:
             parent_run=parent_run,
             input=hunt.model_dump_json(include=INPUT_FIELDS),
         )
-        self.app.invoke({"hunt": hunt.model_dump(mode="json")}, self.config(hunt.run_id), durability="sync")
-        result = self.current(hunt.run_id)
-        self.record_end(result)
-        return result
+        return self._drive(hunt.run_id, {"hunt": hunt.model_dump(mode="json")})
 
     def resume(self, run_id: str, decision: Decision) -> Hunt:
         from langgraph.types import Command
 
         self.lease(run_id)
-        self.app.invoke(Command(resume=decision.model_dump()), self.config(run_id), durability="sync")
-        result = self.current(run_id)
-        self.record_end(result)
-        return result
+        return self._drive(run_id, Command(resume=decision.model_dump()))
 
     def continue_run(self, run_id: str) -> Hunt:
-        """Continue a run that died (SIGKILL, a crash) from its last checkpoint; the node that was
-        running starts again, and every measurement it had finished comes from the cache."""
+        """Continue a run that died (SIGKILL, a crash, a store that could not be written) from its
+        last checkpoint; the node that was running starts again, and every measurement it had
+        finished comes from the cache."""
         self.lease(run_id)
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
-        self.app.invoke(None, self.config(run_id), durability="sync")
-        result = self.current(run_id)
-        self.record_end(result)
+        return self._drive(run_id, None)
+
+    def record_ended(self, run_id: str) -> Hunt:
+        """Record the end of a run whose graph finished while its store could not be written."""
+        return self._drive(run_id, None, run_graph=False)
+
+    def _drive(self, run_id: str, graph_input: Any, run_graph: bool = True) -> Hunt:
+        """Run the graph from ``graph_input`` to its end or the approval interrupt, and record the
+        end. A store that cannot be written (``StoreUnavailable``) stops the run where its last
+        checkpoint is: the run's row says ``failed`` with the reason where it can still be
+        written, ``store-error.txt`` beside the run says it too, and the error goes up."""
+        try:
+            if run_graph:
+                self.app.invoke(graph_input, self.config(run_id), durability="sync")
+            result = self.current(run_id)
+            self.record_end(result)
+            if (self.store.run(run_id) or {}).get("error"):  # a store failure this run has got over
+                self.store.update_run(run_id, error=None)
+        except Exception as exc:
+            down = unavailable(exc, self.store.path)
+            if down is None:
+                raise
+            self._stopped(run_id, down)
+            raise down from exc
         return result
+
+    def _stopped(self, run_id: str, down: StoreUnavailable) -> None:
+        """Say, where anything can still be written, why the run stopped and how it goes on."""
+        why = f"store: {down} (stopped at its last checkpoint; `sleuth resume {run_id}` once it is writable)"
+        with contextlib.suppress(Exception):
+            self.store.update_run(run_id, status="failed", error=why)
+        with contextlib.suppress(OSError):
+            self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+            (self.run_dir(run_id) / "store-error.txt").write_text(why + "\n")
 
     def current(self, run_id: str) -> Hunt:
         snap = self.app.get_state(self.config(run_id))
         if not snap.values:
             raise KeyError(run_id)
         return Hunt.model_validate(snap.values["hunt"])
+
+    def has_checkpoint(self, run_id: str) -> bool:
+        try:
+            self.current(run_id)
+        except Exception:  # none stored, or the checkpoint store cannot be read either
+            return False
+        return True
 
     def pending(self, run_id: str) -> bool:
         return bool(self.app.get_state(self.config(run_id)).interrupts)

@@ -8,6 +8,7 @@ import re
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +31,7 @@ from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
 from transcripts.lease import RunBusy
-from transcripts.store import Store, default_path, layout
+from transcripts.store import Store, StoreUnavailable, default_path, layout
 
 
 def default_db() -> Path:
@@ -174,7 +175,7 @@ def run_hunt(
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         _take_lease(hunter, hunt.run_id, "--run-id")  # a --run-id another live process already drives: exit 2
-        with view, graceful_signals():
+        with view, graceful_signals(), store_guard(hunter, hunt.run_id):
             result = hunter.start(hunt, scenario=str(scenario) if scenario else None, spec=spec)
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
@@ -391,6 +392,23 @@ def hunt_cmd(
     )
 
 
+@contextlib.contextmanager
+def store_guard(hunter: Hunter, run_id: str) -> Iterator[None]:
+    """A run store that cannot be written (a full disk, a database locked by another process)
+    ends the command with one line saying why and how the run goes on, exit code 1 (the work
+    failed; nothing was wrong with the input)."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        then = (
+            f"run {run_id} stopped at its last checkpoint: `sleuth resume {run_id}` once the store is writable"
+            if hunter.has_checkpoint(run_id)
+            else f"run {run_id} did not start"
+        )
+        console.print(f"[red]error:[/red] STORE: {exc}; {then}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
 def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
     """One driver per run: a second process is told who drives it, exit 2, and changes nothing."""
     try:
@@ -412,7 +430,8 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         _take_lease(hunter, run_id)  # before looking at its state: nobody else may change it now
         if not hunter.pending(run_id):
             bad_input(f"RUN: run '{run_id}' is not awaiting approval")
-        result = hunter.resume(run_id, decision)
+        with store_guard(hunter, run_id):
+            result = hunter.resume(run_id, decision)
     finally:
         hunter.close()
     run_dir = layout(db).runs / run_id
@@ -464,10 +483,12 @@ def resume(
         hunt = hunter.current(run_id)  # as its last driver left it
         if hunter.pending(run_id):
             bad_input(f"RUN: run '{run_id}' is awaiting approval: use sleuth approve/reject")
-        if hunt.status != "running":
+        stuck = str((hunter.store.run(run_id) or {}).get("error") or "").startswith("store:")
+        if hunt.status != "running" and not stuck:
             bad_input(f"RUN: run '{run_id}' has ended ({hunt.status})")
-        with view, graceful_signals():
-            result = hunter.continue_run(run_id)
+        with view, graceful_signals(), store_guard(hunter, run_id):
+            # An end the store could not record (the graph had finished): record it now.
+            result = hunter.continue_run(run_id) if hunt.status == "running" else hunter.record_ended(run_id)
     finally:
         hunter.close()
     run_dir = layout(db).runs / run_id

@@ -10,13 +10,16 @@ LangGraph's checkpoints live beside it in ``checkpoints.db``.
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import sqlite_utils
 
@@ -137,13 +140,63 @@ def _has_run_dirs(db: Path, runs: Path) -> bool:
     return any((runs / i).is_dir() for i in ids)
 
 
+# How long a write waits for another process's write lock before it fails ("database is locked").
+BUSY_TIMEOUT_S = 5.0
+# A file write that fails for want of room (a run's report, the measurement cache, a server log).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class StoreUnavailable(RuntimeError):
+    """The run store cannot be written: the disk is full, or another process held the database's
+    write lock past ``BUSY_TIMEOUT_S``. Not the hunt's failure: the run stops at its last
+    checkpoint (at most the event in flight is lost) and ``sleuth resume`` continues it once the
+    store is writable again."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path, self.reason = str(path), reason
+
+
+def unavailable(exc: BaseException, path: str | Path) -> StoreUnavailable | None:
+    """``exc`` as a ``StoreUnavailable`` if it is the store (or the disk under it) refusing a
+    write: SQLite's locked, busy, full or I/O errors, a file write with no room; else None."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, sqlite3.OperationalError) and re.search(r"locked|busy|full|disk I/O|unable to open", str(exc)):
+        return StoreUnavailable(path, str(exc))
+    if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+        return StoreUnavailable(getattr(exc, "filename", None) or path, exc.strerror or str(exc))
+    return None
+
+
+_W = TypeVar("_W", bound=Callable[..., Any])
+
+
+def _writes(fn: _W) -> _W:
+    """A store write whose failure for want of room or of the lock is ``StoreUnavailable``."""
+
+    @functools.wraps(fn)
+    def write(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            err = unavailable(exc, self.path)
+            if err is None:
+                raise
+            raise err from exc
+
+    return write  # type: ignore[return-value]
+
+
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One connection shared by the threads of a run (bisection probes run in a pool); every
         # write holds ``self.lock``.
-        self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False))
+        self.db = sqlite_utils.Database(
+            sqlite3.connect(str(self.path), check_same_thread=False, timeout=busy_timeout_s)
+        )
         self.db.enable_wal()
         # WAL with synchronous=NORMAL: every event is its own commit, visible to other readers at
         # once and safe from a SIGKILL of this process; only a power cut can lose the last commits.
@@ -236,11 +289,13 @@ class Store:
             db["packages"].create_index(["repo", "host", "taken"])
 
     # -- writing (each call is its own commit) -------------------------------------------------
+    @_writes
     def start_run(self, run_id: str, kind: str = "hunt", **fields: Any) -> None:
         row = {"id": run_id, "kind": kind, "started": time.time(), "status": "running", **redact(fields)}
         with self.lock:
             self.db["runs"].upsert(row, pk="id", alter=True)
 
+    @_writes
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.lock:
             self.db["runs"].update(run_id, redact(fields), alter=True)
@@ -259,6 +314,7 @@ class Store:
             run_id, [{"kind": kind, "text": text, "payload": payload, "duration_s": duration_s, "t": t}]
         )
 
+    @_writes
     def events_batch(self, run_id: str, events: list[dict]) -> int:
         """Many events in one commit (imports, replays stored in bulk): each a dict with ``kind``,
         ``text`` and optional ``payload``, ``duration_s``, ``t``. Returns the last seq."""
@@ -288,6 +344,7 @@ class Store:
             )
         return seq
 
+    @_writes
     def put_measurement(self, run_id: str, m: dict, metric: str) -> None:
         with self.lock:
             self.db["measurements"].upsert(
@@ -305,6 +362,7 @@ class Store:
                 pk=("run", "mid"),
             )
 
+    @_writes
     def put_packages(self, run_id: str, repo: str, host: str | None, dists: dict[str, str], good: bool) -> None:
         """The installed distributions (``{name: version}``) a hunt saw; ``good``: it measured good."""
         with self.lock:
@@ -320,6 +378,7 @@ class Store:
                 pk="run",
             )
 
+    @_writes
     def mark_packages_good(self, run_id: str) -> None:
         with self.lock:
             self.db.execute("update packages set good = 1 where run = ?", [run_id])
@@ -340,6 +399,7 @@ class Store:
             {"run": rows[0]["run"], "taken": rows[0]["taken"], "dists": json.loads(rows[0]["dists"])} if rows else None
         )
 
+    @_writes
     def put_hypotheses(self, run_id: str, hypotheses: list[dict]) -> None:
         with self.lock, self.db.atomic():
             for h in hypotheses:
