@@ -15,6 +15,14 @@ trials:
   at p <= 0.01, same above the high threshold for the alerted change (beta 0.01); each midpoint
   is compared with both ends of its segment.
 
+Then the harder cells (``--hard``; issue 15): real noise is heavy-tailed, drifts with load and
+comes in bursts, and regressions come in steps. Log-normal noise at the given CV with 2 % of
+samples 2x outliers (half as fast or twice as fast), a slow drift of the machine's level (-0.02 %
+per sample taken: a long bisection ends several percent below where it began), a 5 % step, and
+a two-step staircase (two 10 % steps; exact means both named and nothing else, "one step" that
+every commit named is a true step). Same three methods; git bisect's threshold and Pinpoint's
+magnitude come from the two ends, as a person would set them.
+
 Then one real run: a lab scenario with 32 local commits, one of them slowing every MoE layer,
 bisected through real servers (wall time printed).
 """
@@ -49,16 +57,39 @@ def sampler(culprit: int, cv: float, rng: np.random.Generator):
     return draw
 
 
-def ours(n: int, culprit: int, draw) -> tuple[bool, int, int, int]:
+def hard_sampler(steps: dict[int, float], cv: float, rng: np.random.Generator, drift: float = -0.0002):
+    """Heavy-tailed, drifting noise: log-normal at ``cv``, 2 % of samples 2x outliers either way,
+    the level drifting by ``drift`` per sample taken; ``steps``: commit index -> the factor its
+    change multiplies throughput by (from that commit on)."""
+    sigma = float(np.sqrt(np.log(1 + cv**2)))
+    taken = [0]
+
+    def draw(i: int, k: int) -> list[float]:
+        mu = GOOD * float(np.prod([f for at, f in steps.items() if i >= at] or [1.0]))
+        out = []
+        for _ in range(k):
+            level = mu * (1 + drift * taken[0])
+            x = level * float(rng.lognormal(-(sigma**2) / 2, sigma))
+            if rng.random() < 0.02:
+                x *= 2.0 if rng.random() < 0.5 else 0.5
+            out.append(x)
+            taken[0] += 1
+        return out
+
+    return draw
+
+
+def ours(n: int, culprit: int | set[int], draw) -> tuple[bool, int, int, int]:
     shas, parents = history(n)
+    want = {culprit} if isinstance(culprit, int) else culprit
     res = bisect(parents, shas[0], shas[-1], lambda sha, k: draw(int(sha[1:]), k), BisectConfig())
-    found = [c.sha for c in res.culprits] == [shas[culprit]]
-    return found, res.probes, res.samples, res.samples - res.verification_samples
+    named = [int(c.sha[1:]) for c in res.culprits]
+    return sorted(named) == sorted(want), res.probes, res.samples, res.samples - res.verification_samples, named
 
 
-def git_bisect(n: int, culprit: int, draw) -> tuple[bool, int, int]:
+def git_bisect(n: int, culprit: int, draw, threshold: float | None = None) -> tuple[bool, int, int]:
     lo, hi, probes = 0, n, 0
-    threshold = GOOD * (1 + DROP) / 2
+    threshold = threshold or GOOD * (1 + DROP) / 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
         probes += 1
@@ -66,7 +97,7 @@ def git_bisect(n: int, culprit: int, draw) -> tuple[bool, int, int]:
             hi = mid
         else:
             lo = mid
-    return hi == culprit, probes, probes
+    return hi == culprit, probes, probes, [hi]
 
 
 def pinpoint(n: int, culprit: int, draw) -> tuple[bool, int, int]:
@@ -101,7 +132,7 @@ def pinpoint(n: int, culprit: int, draw) -> tuple[bool, int, int]:
                 hi, lo = (mid, lo) if c_lo.p_value < c_hi.p_value else (hi, mid)
                 break
             k *= 2
-    return hi == culprit, probes, sum(len(v) for v in data.values())
+    return hi == culprit, probes, sum(len(v) for v in data.values()), [hi]
 
 
 def synthetic(trials: int) -> None:
@@ -128,12 +159,60 @@ def synthetic(trials: int) -> None:
                 acc = sum(x[0] for x in r) / len(r)
                 probes = statistics.mean(x[1] for x in r)
                 samples = statistics.mean(x[2] for x in r)
-                excl = f"{statistics.mean(x[3] for x in r):15.1f}" if len(r[0]) > 3 else f"{'':>15}"
+                excl = f"{statistics.mean(x[3] for x in r):15.1f}" if name == "ours" else f"{'':>15}"
                 print(
                     f"{n:>4} {cv:>4.2f}  {name:<11} {acc:>8.1%} {probes:>7.2f} {bound:>5} {probes / bound:>6.2f} "
                     f"{samples:>8.1f} {excl}"
                 )
             print()
+
+
+HARD_CELLS = (  # (label, N, CV, steps: commit fraction -> factor)
+    ("20% step", 32, 0.10, {0.5: 0.80}),
+    ("20% step", 128, 0.10, {0.5: 0.80}),
+    ("5% step", 32, 0.02, {0.5: 0.95}),
+    ("5% step", 32, 0.05, {0.5: 0.95}),
+    ("two 10% steps", 32, 0.05, {0.3: 0.90, 0.7: 0.90}),
+)
+
+
+def hard(trials: int) -> None:
+    print(f"harder: log-normal noise with 2 % 2x outliers, drift -0.02 %/sample; {trials} trials per cell, seeded\n")
+    head = (
+        f"{'regression':<14} {'N':>4} {'CV':>4}  {'method':<11} {'exact':>7} {'one step':>8} "
+        f"{'probes':>7} {'samples':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    for label, n, cv, fractions in HARD_CELLS:
+        rows: dict[str, list] = {"ours": [], "git bisect": [], "pinpoint": []}
+        for t in range(trials):
+            pick = np.random.default_rng(20_000 + t)
+            at = sorted({int(pick.integers(max(1, int(f * n) - n // 8), int(f * n) + n // 8 + 1)) for f in fractions})
+            steps = dict(zip(at, fractions.values(), strict=False))
+            want = set(steps)
+            for name in rows:
+                rng = np.random.default_rng(3_000_000 + 1000 * n + int(cv * 1000) + 7 * t)
+                draw = hard_sampler(steps, cv, rng)
+                if name == "ours":
+                    ok, probes, samples, _excl, named = ours(n, want, draw)
+                elif name == "git bisect":  # the threshold halfway between one run at each end
+                    ends = draw(0, 1)[0], draw(n, 1)[0]
+                    ok, probes, samples, named = git_bisect(n, min(want), draw, threshold=(ends[0] + ends[1]) / 2)
+                    samples += 2
+                    ok = {named[0]} == want
+                else:
+                    ok, probes, samples, named = pinpoint(n, min(want), draw)
+                    ok = {named[0]} == want
+                one = bool(named) and set(named) <= want
+                rows[name].append((ok, one, probes, samples))
+        for name, r in rows.items():
+            print(
+                f"{label:<14} {n:>4} {cv:>4.2f}  {name:<11} {sum(x[0] for x in r) / len(r):>6.1%} "
+                f"{sum(x[1] for x in r) / len(r):>7.1%} {statistics.mean(x[2] for x in r):>7.2f} "
+                f"{statistics.mean(x[3] for x in r):>8.1f}"
+            )
+        print()
 
 
 REAL_SPEC = """
@@ -199,8 +278,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--no-real", action="store_true")
+    ap.add_argument("--hard", action="store_true", help="only the harder cells (heavy tails, drift, steps)")
     args = ap.parse_args()
     t0 = time.perf_counter()
+    if args.hard:
+        hard(args.trials)
+        print(f"(harder part: {time.perf_counter() - t0:.0f} s)")
+        return
     synthetic(args.trials)
     print(f"(synthetic part: {time.perf_counter() - t0:.0f} s)\n")
     if not args.no_real:
