@@ -31,7 +31,7 @@ from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
-from transcripts.cassette import Cassette, EventChecker, ReplayStop
+from transcripts.cassette import Cassette, EventChecker, ReplayStop, Resumption
 from transcripts.lease import RunLease
 from transcripts.store import Store, StoreUnavailable, layout, unavailable
 
@@ -70,6 +70,7 @@ class Hunter:
         self.store = store if store is not None else Store(db)
         self.runtimes: dict[str, Runtime] = {}
         self.leases: dict[str, RunLease] = {}
+        self.resuming: dict[str, Resumption] = {}  # runs continued after their driver died
         self.app = self._build().compile(checkpointer=self.saver)
 
     def lease(self, run_id: str) -> None:
@@ -84,8 +85,9 @@ class Hunter:
 
     def runtime(self, hunt: Hunt) -> Runtime:
         if hunt.run_id not in self.runtimes:
+            cassette = self.cassette or self.resuming.pop(hunt.run_id, None)
             self.runtimes[hunt.run_id] = Runtime(
-                hunt, self.run_dir(hunt.run_id), self.on_event, self.store, cassette=self.cassette
+                hunt, self.run_dir(hunt.run_id), self.on_event, self.store, cassette=cassette
             )
         return self.runtimes[hunt.run_id]
 
@@ -128,6 +130,8 @@ class Hunter:
                 rt.say(hunt, "error", hunt.error)
             if hunt.hypotheses:
                 self.store.put_hypotheses(hunt.run_id, [h.model_dump() for h in hunt.hypotheses])
+            if rt.last_seq is not None:
+                hunt.seq = rt.last_seq  # the checkpoint's place in the transcript (a resumption starts there)
             return {"hunt": hunt.model_dump(mode="json")}
 
         return run
@@ -173,7 +177,9 @@ class Hunter:
             hunt.action.branch = decision.branch
         hunt.status = "running" if decision.approved else "concluded"
         hunt.log("approval", f"{hunt.action.status}: {decision.reason}")
-        self.store.event(hunt.run_id, "approval", f"{hunt.action.status}: {decision.reason}", decision.model_dump())
+        hunt.seq = self.store.event(
+            hunt.run_id, "approval", f"{hunt.action.status}: {decision.reason}", decision.model_dump()
+        )
         return {"hunt": hunt.model_dump(mode="json")}
 
     @staticmethod
@@ -339,6 +345,9 @@ class Hunter:
         last checkpoint; the node that was running starts again, and every measurement it had
         finished comes from the cache."""
         self.lease(run_id)
+        at = self.current(run_id).seq
+        if at is not None and self.cassette is None:  # (runs checkpointed before ``seq`` was kept: all live)
+            self.resuming[run_id] = Resumption(self.store.events(run_id), at)
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
         return self._drive(run_id, None)
 

@@ -42,7 +42,7 @@ from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
 from tools.stats import one_round_samples, summarize
-from transcripts.cassette import Unanswerable
+from transcripts.cassette import Resumption, Unanswerable
 from transcripts.store import Store, servers_beside
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ class Runtime:
         self.run_dir = run_dir
         self.target = hunt.target
         self.cassette = cassette
+        self.last_seq: int | None = None  # the last event this runtime wrote
         t = hunt.target
         self.workload = Workload(
             bench=t.workload, metric=t.metric, command=t.command, metric_regex=t.metric_regex, output=t.bench_output
@@ -197,6 +198,14 @@ class Runtime:
         self._event(hunt, kinds[0], call_text or f"{name} {args}", call_payload)
         t0 = time.perf_counter()
         answer = self.cassette.answer(name, args) if self.cassette is not None else None  # None: ask live
+        if isinstance(self.cassette, Resumption) and (done := self.cassette.caught_up()) is not None:
+            self._event(
+                hunt,
+                "note",
+                f"caught up after the resume: {done['served']} of {done['recorded']} answers the dead driver "
+                f"had recorded served back, {done['events_not_rewritten']} events not written twice; live from here",
+                {"phase": "resume", **done},
+            )
         if answer is not None:
             result, error = answer.result, answer.error
         else:
@@ -266,8 +275,11 @@ class Runtime:
         )
 
     def _event(self, hunt: Hunt, kind: str, text: str, payload: dict, duration: float | None = None) -> None:
-        if self.store is not None:
-            self.store.event(hunt.run_id, kind, text, payload, duration)
+        if self.store is None:
+            return
+        if isinstance(self.cassette, Resumption) and self.cassette.stored(kind, text, payload):
+            return  # the dead driver recorded this very event before it died: not twice
+        self.last_seq = self.store.event(hunt.run_id, kind, text, payload, duration)
 
     # -- tools ---------------------------------------------------------------------------------
     def tool(self, name: str, args: dict, approved: bool = False, hunt: Hunt | None = None) -> ToolRecord:

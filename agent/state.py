@@ -182,6 +182,9 @@ class Hunt(BaseModel):
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log
     action: Action | None = None
     events: list[Event] = []
+    # The store's last event seq when the last node ended (its checkpoint): what a resumed run's
+    # re-run node has already recorded after it (``transcripts.cassette.Resumption``).
+    seq: int | None = None
     error: str | None = None
     llm: LLMSettings | None = None  # the LLM policy's settings (None for the deterministic policies)
     conversation: Conversation = Conversation()

@@ -395,6 +395,9 @@ class CliGit:
         if plan.revert_sha is None:
             raise GitError(f"the revert of {plan.culprit[:10]} conflicts; nothing to land")
         name = branch or f"sleuth/revert-{plan.culprit[:10]}"
+        there = self.git("rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}", check=False)
+        if there.ok and there.stdout.strip() == plan.revert_sha:
+            return name  # landed already (an approval killed after it landed, run again): nothing to do
         res = self.git("branch", "--end-of-options", name, plan.revert_sha, check=False)
         if not res.ok:
             raise GitError(f"cannot create branch '{name}' in {self.path}: {res.stderr.strip()}")

@@ -251,3 +251,61 @@ class EventChecker:
 
 def _is_resume_note(e: dict) -> bool:
     return e["kind"] == "note" and '"phase": "resume"' in (e["payload"] or "")
+
+
+class Resumption:
+    """A run resumed after its driver died: the node that was running starts again from the last
+    checkpoint, and what it had already asked the world, and recorded, before the driver died is
+    served back in order (``answer``) instead of asked again: no measured state is measured twice,
+    no prepared revert prepared twice. The events it re-emits up to that point are the ones the
+    store already holds (``stored``): not written twice. From the first call or event that differs
+    from the recording, or at its end (the call in flight when the driver died), everything is
+    live, for good.
+
+    ``after_seq``: the last event seq of the checkpoint (``Hunt.seq``); what came after it is the
+    interrupted node's."""
+
+    def __init__(self, events: list[dict], after_seq: int) -> None:
+        after = [e for e in events if e["seq"] > after_seq and not _is_resume_note(e)]
+        self.calls = recorded_calls(after)
+        self.events = [{"kind": e["kind"], "text": e["text"], "payload": json.loads(e["payload"])} for e in after]
+        self.cursor = self.event_cursor = 0
+        self.served = self.skipped = 0
+        self.live = self.writing = False
+        self.went_live = False  # set once, when the first live call comes; ``caught_up`` clears it
+
+    def caught_up(self) -> dict | None:
+        """Once, when the resumption has just gone live: what it served (for the transcript)."""
+        if not self.went_live:
+            return None
+        self.went_live = False
+        return {"served": self.served, "recorded": len(self.calls), "events_not_rewritten": self.skipped}
+
+    def answer(self, name: str, args: dict) -> Answer | None:
+        if self.live:
+            return None
+        if self.cursor >= len(self.calls) or (self.calls[self.cursor][1], normal(self.calls[self.cursor][2])) != (
+            name,
+            normal(args),
+        ):
+            self.live = self.went_live = True
+            return None
+        _seq, _name, _args, ans = self.calls[self.cursor]
+        self.cursor += 1
+        self.served += 1
+        return ans
+
+    def learn(self, name: str, args: dict, result: Any) -> None:
+        """A live answer: nothing to keep (the store records it, as any live call)."""
+
+    def stored(self, kind: str, text: str, payload: Any) -> bool:
+        """Is this event the next one the dead driver recorded (so it is in the store already)?"""
+        if self.writing or self.event_cursor >= len(self.events):
+            self.writing = True
+            return False
+        if self.events[self.event_cursor] != {"kind": kind, "text": normal(text), "payload": normal(payload)}:
+            self.writing = True
+            return False
+        self.event_cursor += 1
+        self.skipped += 1
+        return True
