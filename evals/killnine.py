@@ -1,11 +1,11 @@
 """Kill -9 anywhere: a hunt and its approval driven through SIGKILLs, and what must still hold.
 
-A lab scenario is hunted by real ``sleuth`` processes; at chosen points each is killed with
-SIGKILL, and what a person would then run is run: ``sleuth resume RUN`` after a killed hunt,
-``sleuth approve RUN`` again after a killed approval (or ``sleuth resume RUN`` once the approval
-was recorded). A kill point is the process to kill and how many events into that process's
-work to kill it (``at``), so a seeded random draw of points covers every phase: the launch, a
-bisection probe, the confirmation, the proposal, landing the revert. The checks (``violations``):
+A lab scenario is hunted by real ``sleuth`` processes; at chosen points each is killed with SIGKILL,
+and what a person would then run is run: ``sleuth resume RUN`` after a killed hunt, ``sleuth approve
+RUN`` again after a killed approval (which finishes the run if the approval was recorded). A kill
+point is the process to kill and how many events into that process's work to kill it (``at``), so a
+seeded random draw of points covers every phase: the launch, a bisection probe, the confirmation,
+the proposal, landing the revert. The checks (``violations``):
 
 - the run ends awaiting approval with the culprit of the scenario's truth, then lands the revert;
 - nothing measured is measured again: after each resume, every answer the dead driver had
@@ -113,14 +113,11 @@ def run_with_kills(alert: Path, db: Path, kills: list[KillPoint], timeout: float
         out.verdict = json.loads(stdout)
         break
     cmd = [exe, "approve", out.run, "--db", str(db), "--json"]
-    while True:  # the approval: killed at its points; approve again, or resume once it was recorded
+    while True:  # the approval: killed at its points, then approved again (which finishes a recorded one)
         rc, stdout, stderr, phase = _drive(cmd, db, approve_kills.pop(0) if approve_kills else None, timeout)
         out.commands.append(cmd[1])
         if rc is None:
             out.kills.append(f"{cmd[1]}@{phase}")
-            continue
-        if rc == 2 and "is not awaiting approval" in stderr:
-            cmd = [exe, "resume", out.run, "--db", str(db), "--json"]
             continue
         if rc != 0:
             out.violations.append(f"{cmd[1]} exited {rc}: {stderr.strip().splitlines()[-1:]}")

@@ -6,6 +6,7 @@ it (watches, never starts a second driver) until it ends."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -161,3 +162,81 @@ def test_a_hunt_left_running_is_adopted_by_the_next_service_never_driven_twice(w
     assert run["status"] == "awaiting_approval"
     events = _one_of_each(db, run_id)
     assert not any("resumed from the last checkpoint" in e["text"] for e in events)
+
+
+def test_a_service_killed_during_an_approval_is_finished_by_the_next_one_with_one_revert(world, tmp_path):
+    res, db = world
+    (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=res.repo))
+    first = Serve(tmp_path, db)
+    try:
+        payload = json.loads((res.root / "alert.json").read_text())
+        run_id = httpx.post(f"{first.url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0][
+            "run_id"
+        ]
+        _wait(lambda: (Store(db).run(run_id) or {}).get("status") == "awaiting_approval", 300, "the proposal")
+        r = httpx.post(f"{first.url}/runs/{run_id}/approve", json={"reason": "ok"}, headers=AUTH)
+        assert r.status_code == 202, r.text
+        # killed once the approval is recorded: the revert lands, or is about to, in its job
+        _wait(lambda: [e for e in Store(db).events(run_id) if e["kind"] == "approval"], 120, "the approval")
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=30)
+    finally:
+        first.log.close()
+    second = Serve(tmp_path, db)
+    try:
+        done = _wait(
+            lambda: next((r for r in [Store(db).run(run_id)] if r and r["status"] == "concluded"), None),
+            300,
+            "the approval to be finished",
+        )
+    finally:
+        second.stop()
+    verdict = json.loads(done["verdict"])
+    assert verdict["proposed_action"]["status"] == "applied" and verdict["after"]["median"] > 0
+    events = _one_of_each(db, run_id)
+    assert sum("revert landed on branch" in e["text"] for e in events) == 1
+    branches = subprocess.run(
+        ["git", "-C", str(res.repo), "branch", "--list", "sleuth/*"], capture_output=True, text=True
+    ).stdout.split()
+    assert branches == [verdict["proposed_action"]["branch"]]
+    assert worktrees(res.repo) == 1
+
+
+def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_sent_again(world, tmp_path):
+    import threading
+
+    res, db = world
+    (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=res.repo))
+    payload = json.loads((res.root / "alert.json").read_text())
+    first = Serve(tmp_path, db)
+    try:
+
+        def send() -> None:
+            with contextlib.suppress(httpx.TransportError):  # the service may die before it answers
+                httpx.post(f"{first.url}/alerts/alertmanager", json=payload, headers=AUTH, timeout=10)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()  # the kill lands before, during or after the intake: each must come out right
+        time.sleep(0.01)
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=30)
+        sender.join(timeout=15)
+    finally:
+        first.log.close()
+    second = Serve(tmp_path, db)
+    try:
+        # Alertmanager sends a firing alert again (its retry, its repeat interval): the same one here
+        r = httpx.post(f"{second.url}/alerts/alertmanager", json=payload, headers=AUTH)
+        assert r.status_code == 200 and r.json()["alerts"][0]["action"] in ("queued", "joined"), r.text
+        hunts = _wait(lambda: [j for j in second.jobs() if j["kind"] in ("hunt", "resume")], 30, "the hunt job")
+        time.sleep(1.0)  # a second job, if the intake were to make one, would be there by now
+        hunts = [j for j in second.jobs() if j["kind"] in ("hunt", "resume")]
+        runs = {j["run_id"] for j in hunts}
+        assert len(runs) == 1, hunts  # one fingerprint, one run
+        assert len([j for j in hunts if j["status"] in ("queued", "starting", "running")]) == 1
+        stored = Store(db)
+        alerts = list(stored.db["serve_alerts"].rows) if "serve_alerts" in stored.db.table_names() else []
+        assert alerts and all(a["run_id"] in runs for a in alerts if a.get("run_id"))
+    finally:
+        second.stop()
+    assert worktrees(res.repo) == 1
