@@ -91,8 +91,8 @@ def score(
     named = named_refs(verdict)
     right = [t for t in truth_refs if any(_matches(n, t) for n in named)]
     extra = [n for n in named if not any(_matches(n, t) for t in truth_refs)]
-    if truth["kind"] == "none":
-        kind_right = got_kind == "none"
+    if truth["kind"] in ("none", "external"):  # nothing to name: the kind is the answer
+        kind_right = got_kind == truth["kind"]
         exact = kind_right and not named
         graded = 1.0 if exact else 0.0
     else:
@@ -114,7 +114,7 @@ def score(
     action = verdict.get("proposed_action") or {}
     if truth["kind"] == "none":
         action_right = not action or action.get("kind") == "none"
-    elif truth["kind"] == "hardware":
+    elif truth["kind"] in ("hardware", "external"):
         action_right = action.get("kind") == "investigate"
     else:
         want = {ACTION_FOR.get(c["kind"]) for c in truth["root_causes"]}

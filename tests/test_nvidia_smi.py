@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from evals.lab.builder import build
@@ -52,3 +53,22 @@ def test_a_throttled_scenario_reports_its_clocks(tmp_path, write_spec):
         "--format=csv,noheader",
     ).splitlines()[0]
     assert row == "1200 MHz, 4, 5, HW Slowdown"
+
+
+def test_another_process_on_the_gpus_is_listed_per_gpu_and_slows_compute(tmp_path, write_spec):
+    from tools.catalog import GpuQuery, ToolContext, nvidia_smi
+
+    text = MINIMAL_SPEC.replace('culprits = ["slow"]', 'culprits = ["stray"]') + (
+        '\n[hardware]\nid = "stray"\ncount = 2\n'
+        'other_processes = [{ pid = 4242, name = "python3 train.py", used_mib = 30000, sm_share = 0.25 }]\n'
+    )
+    res = build(load_spec(write_spec(text)), tmp_path / "shared")
+    rows = smi(res.host, "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits")
+    assert rows.splitlines() == ["4242, python3 train.py, 30000"] * 2  # one row per process and GPU
+    assert res.truth["kind"] == "hardware" and res.truth["root_causes"][0]["ref"] == "gpu.processes"
+    profile = json.loads(next(res.root.rglob("minitorch/_profile.json")).read_text())
+    assert profile["foreign_sm_share"] == 0.25
+    # the hunt's tool reads it, once per process
+    ctx = ToolContext(res.repo)
+    got = nvidia_smi(ctx, GpuQuery(setup=f"export PATH={res.host / 'bin'}:$PATH && "))
+    assert got.processes == [{"pid": "4242", "process_name": "python3 train.py", "used_memory": "30000"}]

@@ -82,3 +82,12 @@ def test_the_right_action_and_the_approval_gate():
     assert run(verdict(), events=[approval, mutation]).approval_before_mutation
     assert not run(verdict(), events=[mutation]).approval_before_mutation
     assert not run(verdict(), intact=False).repo_intact
+
+
+def test_external_is_right_only_as_external_naming_nothing_with_a_person_to_investigate():
+    truth = {"scenario": "h", "kind": "external", "root_causes": [], "red_herrings": []}
+    look = {"kind": "investigate", "ref": None}
+    right = run(verdict(kind="external", ref="", culprits=(), action=look), truth)
+    assert right.exact and right.kind_right and right.action_right
+    assert not run(verdict(kind="none", ref="", culprits=()), truth).exact  # "no regression" on a real drop
+    assert not run(verdict(), truth).exact  # a commit blamed for the host

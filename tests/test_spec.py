@@ -90,3 +90,25 @@ def test_every_suite_spec_is_valid_and_latency_alerts_know_their_direction():
     assert {"prefill_ttft", "verify_itl"} <= set(latency)
     assert specs["prefill_ttft"].alert.metric == "p99_ttft_ms" and specs["prefill_ttft"].alert.input_len == 128
     assert specs["batch_cap_under_load"].alert.concurrency == 8
+
+
+def test_an_external_truth_names_no_culprit_and_a_host_slowdown_scales_every_kernel(tmp_path, write_spec):
+    import json
+
+    from evals.lab.builder import build
+    from tests.conftest import MINIMAL_SPEC
+
+    with pytest.raises(SpecError, match="an external truth names no culprits"):
+        load_spec(write_spec(MINIMAL_SPEC.replace('culprits = ["slow"]', 'culprits = ["slow"]\nkind = "external"')))
+    text = MINIMAL_SPEC.replace('culprits = ["slow"]', 'kind = "external"') + "\n[system]\nslowdown = 1.5\n"
+    res = build(load_spec(write_spec(text, "slow.toml")), tmp_path / "slow")
+    base = build(load_spec(write_spec(MINIMAL_SPEC, "base.toml")), tmp_path / "base")
+    assert res.truth["kind"] == "external" and res.truth["root_causes"] == []
+
+    def kernels(r) -> dict:
+        return json.loads(next(r.root.rglob("minitorch/_profile.json")).read_text())["kernels"]
+
+    slow, fast = kernels(res), kernels(base)
+    assert {k: round(v["us"] / fast[k]["us"], 6) for k, v in slow.items() if fast[k]["us"]} == {
+        k: 1.5 for k in slow if fast[k]["us"]
+    }

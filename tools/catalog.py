@@ -148,6 +148,9 @@ class GpuQuery(BaseModel):
 
 class GpuState(BaseModel):
     gpus: list[dict[str, str]]
+    # Processes on the GPUs that are not this hunt's servers (pid, process_name, used_memory MiB),
+    # one per process; empty where nvidia-smi cannot list them.
+    processes: list[dict[str, str]] = []
 
 
 class CommandArgs(BaseModel):
@@ -267,7 +270,34 @@ def nvidia_smi(ctx: ToolContext, args: GpuQuery) -> GpuState:
     query = shlex.join(["nvidia-smi", f"--query-gpu={','.join(args.fields)}", "--format=csv,noheader,nounits"])
     res = ctx.host.run(args.setup + query, timeout=60).check()
     rows = [[v.strip() for v in line.split(",")] for line in res.stdout.strip().splitlines()]
-    return GpuState(gpus=[dict(zip(args.fields, row, strict=False)) for row in rows])
+    return GpuState(
+        gpus=[dict(zip(args.fields, row, strict=False)) for row in rows], processes=_foreign_apps(ctx, args)
+    )
+
+
+APP_FIELDS = ("pid", "process_name", "used_memory")
+
+
+def _foreign_apps(ctx: ToolContext, args: GpuQuery) -> list[dict[str, str]]:
+    """The compute processes nvidia-smi lists that are not servers this hunt launched (those run
+    in process groups the measurer knows), one entry per process (nvidia-smi lists it per GPU)."""
+    query = shlex.join(["nvidia-smi", f"--query-compute-apps={','.join(APP_FIELDS)}", "--format=csv,noheader,nounits"])
+    res = ctx.host.run(args.setup + query, timeout=60)
+    if not res.ok:
+        return []
+    ours = ctx.measurer.server_groups() if "measurer" in ctx.__dict__ else set()  # none opened: none up
+    seen: dict[str, dict[str, str]] = {}
+    for line in res.stdout.strip().splitlines():
+        row = dict(zip(APP_FIELDS, (v.strip() for v in line.split(",")), strict=False))
+        pid = row.get("pid", "")
+        if not pid.isdigit() or pid in seen:
+            continue
+        if ours:
+            pgid = ctx.host.run(["ps", "-o", "pgid=", "-p", pid], timeout=30).stdout.strip()
+            if pgid.isdigit() and int(pgid) in ours:
+                continue
+        seen[pid] = row
+    return list(seen.values())
 
 
 @tool("run_command", "mutate")

@@ -530,6 +530,11 @@ class Measurer:
                 self.broken[key] = exc
             raise
 
+    def server_groups(self) -> set[int]:
+        """The process groups of the servers up now (what nvidia-smi lists of this hunt's own)."""
+        with self._lock:
+            return {w.server.pid for w in self._warm.values() if w.server is not None}
+
     def close(self) -> None:
         """Stop every warm server (and remove its worktree)."""
         with self._lock:

@@ -1,8 +1,10 @@
-"""Hardware: the GPUs run below nominal (clocks, power, PCIe link).
+"""Hardware: the GPUs run below nominal (clocks, power, PCIe link) or are shared with another
+process.
 
 Suspected wherever the launch's environment finds ``nvidia-smi``; tested by its readings (SM clock
-against max, PCIe generation and width against max, throttle reasons): no launch, no sample. A
-supported reading is its own evidence; the fix is a person's (not fixable in software).
+against max, PCIe generation and width against max, throttle reasons, compute processes that are
+not this hunt's servers): no launch, no sample. A supported reading is its own evidence; the fix
+is a person's (not fixable in software: stop or move the other process, restore the clocks).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
     if rt.shell(hunt, f"{setup_prefix(hunt)}command -v nvidia-smi", timeout=30)["exit_code"] == 0:
         add(
             NAME,
+            # (worded as before other processes were read too: recorded runs replay identically)
             "the GPUs run below nominal (clocks, power, PCIe link)",
             "nvidia-smi: SM clock vs max, PCIe gen/width vs max, throttle reasons",
         )
@@ -45,6 +48,12 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
                     f"x{g['pcie.link.width.max']})",
                 )
             )
+    others = rec.result.get("processes") or []
+    if others:
+        named = ", ".join(
+            f"pid {p['pid']} {p.get('process_name', '?')} ({p.get('used_memory', '?')} MiB)" for p in others[:3]
+        )
+        problems.append(("gpu.processes", f"another process holds the GPUs: {named}"))
     g0 = rec.result["gpus"][0]
     if problems:
         h.subject = problems[0][0]
@@ -66,4 +75,7 @@ def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
 
 
 def action(hunt: Hunt) -> Action:
+    if hunt.root_ref == "gpu.processes":
+        detail = "another process shares the GPUs: stop or move it (nvidia-smi lists it), then measure again"
+        return Action(kind="investigate", ref=hunt.root_ref, detail=detail)
     return Action(kind="investigate", ref=hunt.root_ref, detail="hardware below nominal: not fixable in software")

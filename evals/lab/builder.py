@@ -171,6 +171,8 @@ class _Tree:
         kernels.update(self.extra_kernels)
         for name, us in (extra_us or {}).items():
             kernels[name] = {**kernels[name], "us": kernels[name]["us"] + us}
+        if self.spec.system.slowdown != 1.0:  # the host is slower, and nothing reports it
+            kernels = {n: {**k, "us": k["us"] * self.spec.system.slowdown} for n, k in kernels.items()}
         env_effects = []
         for env in self.spec.env:
             if env.effect is not None:
@@ -196,6 +198,8 @@ class _Tree:
             # The host's GPUs: a server holds --tp of them (lock files) until it exits.
             "gpu_dir": str(host / "gpus") if host is not None else None,
             "gpu_count": self.spec.hardware.count,
+            # Another process's share of every GPU's compute (nvidia-smi lists it).
+            "foreign_sm_share": self.spec.hardware.foreign_sm_share(),
             "gpu_memory_gib": round(self.spec.hardware.memory_total_mib / 1024, 2),
             # Simulated seconds of a launch, as a real server spends them: weights, then graph capture.
             "launch": {
@@ -459,6 +463,8 @@ def _truth(spec: Scenario, res: BuildResult) -> dict:
     herrings = [c for c in res.changes if c.id not in culprits]
     kinds = sorted({c.kind for c in causes})
     kind = "none" if not causes else kinds[0] if len(kinds) == 1 else "multiple"
+    if spec.truth.kind == "external":
+        kind = "external"
     as_dict = lambda c: {"id": c.id, "kind": c.kind, "ref": c.ref, "summary": c.summary, "effect": c.effect}  # noqa: E731
     return {
         "scenario": spec.name,
@@ -553,7 +559,13 @@ def _build_into(spec: Scenario, tmp: Path, final: Path, launch_scale: float) -> 
         )
     hw = spec.hardware
     if hw.id:
-        ref = "clocks.sm" if hw.sm_clock_mhz < 0.9 * hw.max_sm_clock_mhz else "pcie.link"
+        ref = (
+            "clocks.sm"
+            if hw.sm_clock_mhz < 0.9 * hw.max_sm_clock_mhz
+            else "pcie.link"
+            if (hw.pcie_gen, hw.pcie_width) != (hw.pcie_gen_max, hw.pcie_width_max)
+            else "gpu.processes"
+        )
         changes.append(
             Change(
                 hw.id,

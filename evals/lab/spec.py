@@ -162,6 +162,17 @@ class Dependency(_Strict):
         return self
 
 
+class GpuProcess(_Strict):
+    """Another process on the GPUs (a stray server, a training job): ``nvidia-smi`` lists it, and it
+    takes ``sm_share`` of every GPU's compute, so each compute kernel of ours runs 1 / (1 - share)
+    as long. It leaves the memory a server needs (it does not stop a launch)."""
+
+    pid: int = Field(ge=2)
+    name: str = "python"
+    used_mib: int = Field(default=20000, ge=0)
+    sm_share: float = Field(default=0.2, ge=0, lt=0.9)
+
+
 class Hardware(_Strict):
     """What ``nvidia-smi`` reports now; ``nominal_*`` is what the machine should report."""
 
@@ -186,6 +197,10 @@ class Hardware(_Strict):
     utilization_pct: int = 97
     throttle_reasons: str = "Not Active"
     pstate: str = "P0"
+    other_processes: list[GpuProcess] = []
+
+    def foreign_sm_share(self) -> float:
+        return min(0.9, sum(p.sm_share for p in self.other_processes))
 
     @model_validator(mode="after")
     def _sane(self) -> Hardware:
@@ -214,6 +229,9 @@ class System(_Strict):
     # Simulated seconds from launch to healthy (weights, then CUDA-graph capture): by default about
     # ten benchmark samples of the seed's workload, the ratio of a real node (minutes vs seconds).
     launch_s: float = Field(default=50.0, ge=0, le=36_000)
+    # The host runs this much slower than when the alert's good value was taken (a noisy neighbour,
+    # a BIOS power profile), and no reading shows it: every kernel's cost scaled.
+    slowdown: float = Field(default=1.0, ge=1.0, le=10.0)
     costs: dict[str, float] = {}
 
     @field_validator("costs")
@@ -273,7 +291,16 @@ class Truth(_Strict):
     """Which changes (by id) cause the regression; empty means none (noise only)."""
 
     culprits: list[str] = []
+    # "external": a real drop that nothing in the repository, the packages or the readings explains
+    # (``system.slowdown``); the right verdict names no change.
+    kind: Literal["external"] | None = None
     note: str = ""
+
+    @model_validator(mode="after")
+    def _external_names_nothing(self) -> Truth:
+        if self.kind == "external" and self.culprits:
+            raise ValueError("an external truth names no culprits")
+        return self
 
 
 class History(_Strict):

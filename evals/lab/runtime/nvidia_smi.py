@@ -2,7 +2,8 @@
 
 Installed as ``host/bin/nvidia-smi``; the state lives in ``host/hardware.json``. It answers
 the invocations an engineer (or an agent) uses: the default table, ``-L`` and
-``--query-gpu=FIELDS --format=csv[,noheader][,nounits]``.
+``--query-gpu=FIELDS --format=csv[,noheader][,nounits]`` and ``--query-compute-apps=FIELDS`` (the
+scenario's other processes on the GPUs, one row per process and GPU).
 """
 
 from __future__ import annotations
@@ -101,7 +102,38 @@ def _table() -> str:
     return "\n".join(out)
 
 
+_APP_UNITS = {"used_memory": "MiB"}
+
+
+def _apps(fields: list[str], fmt: set[str]) -> str:
+    lines = []
+    if "noheader" not in fmt:
+        lines.append(", ".join(f + (f" [{_APP_UNITS[f]}]" if f in _APP_UNITS else "") for f in fields))
+    for p in _STATE.get("other_processes", []):
+        for gpu in range(_STATE["count"]):
+            values = {
+                "pid": str(p["pid"]),
+                "process_name": p["name"],
+                "used_memory": str(p["used_mib"]) + ("" if "nounits" in fmt else " MiB"),
+                "gpu_uuid": _field(gpu, "uuid"),
+                "gpu_bus_id": _field(gpu, "pci.bus_id"),
+            }
+            for f in fields:
+                if f not in values:
+                    sys.stderr.write(f'Field "{f}" is not a valid field to query.\n')
+                    sys.exit(2)
+            lines.append(", ".join(values[f] for f in fields))
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    apps = next((a.split("=", 1)[1] for a in argv if a.startswith("--query-compute-apps=")), None)
+    if apps is not None:
+        fmt = set(next((a.split("=", 1)[1] for a in argv if a.startswith("--format=")), "csv").split(","))
+        out = _apps([f.strip() for f in apps.split(",") if f.strip()], fmt)
+        if out:
+            print(out)
+        return 0
     query = next((a.split("=", 1)[1] for a in argv if a.startswith("--query-gpu=")), None)
     if query is not None:
         fmt_arg = next((a.split("=", 1)[1] for a in argv if a.startswith("--format=")), "csv")

@@ -75,6 +75,8 @@ class Device:
         compute = float(_PROFILE["reference_sm_clock_mhz"]) / max(1.0, float(self.info["clocks.sm"]))
         link_max = float(self.info["pcie.link.gen.max"]) * float(self.info["pcie.link.width.max"])
         link_now = float(self.info["pcie.link.gen.current"]) * float(self.info["pcie.link.width.current"])
+        # Another process on the GPUs takes its share of the SMs: compute kernels wait for the rest.
+        compute /= 1.0 - float(_PROFILE.get("foreign_sm_share", 0.0))
         self.class_factor = {"compute": compute, "comm": link_max / max(1.0, link_now), "host": 1.0}
         self.env_factor: dict[str, float] = {}
         for eff in _PROFILE.get("env_effects", []):
