@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent import evidence
 from agent.grouped import group_hypotheses
 from agent.plot import plot
 from agent.state import Hunt
@@ -15,7 +16,8 @@ def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
     proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens; cost:
     launches, samples, device_s, build_s; broken: the states that did not serve or build; pruned:
-    the commits the bisection left out because they touch no file the workload executes)."""
+    the commits the bisection left out because they touch no file the workload executes;
+    root_cause.evidence / p_value / p_corrected / tests and shape: ``agent.evidence``)."""
     hyps = []
     for h in hunt.hypotheses:
         hyps.append(
@@ -32,6 +34,7 @@ def verdict(hunt: Hunt) -> dict:
     root = None
     if hunt.root_kind is not None:
         root = {"kind": hunt.root_kind, "ref": hunt.root_ref or "", "summary": hunt.root_summary}
+        root |= evidence.strength(hunt) or {}
     action = None
     if hunt.action is not None and hunt.action.kind not in ("none",):
         action = {
@@ -60,6 +63,7 @@ def verdict(hunt: Hunt) -> dict:
         "probes": hunt.probes,
         "proposed_action": action,
         "culprits": hunt.culprits,
+        "shape": evidence.steps(hunt),
         "after": hunt.after or None,
         "cost": Cost.model_validate(hunt.cost).model_dump(),
         "broken": hunt.broken,
@@ -133,6 +137,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     if hunt.confirmation.get("text"):
         what = " (HEAD vs HEAD with the culprit reverted)" if hunt.root_kind == "commit" else ""
         lines += ["", f"Confirmation A/B{what}: {hunt.confirmation['text']}"]
+    if said := evidence.sentence(hunt):
+        lines += ["", said]
     plan = hunt.confirmation.get("plan") or {}
     if hunt.root_kind == "commit" and plan.get("stat"):
         lines += ["", "Files of the culprit (`git show --stat`, as reverted):", "", "```"]

@@ -1,0 +1,119 @@
+"""How strong a verdict's evidence is, and what shape the drop has: read off a finished hunt.
+
+- **Strength.** A cause is ``proven`` when a fresh A/B decided it (the confirmation, or for an
+  environment variable, a patch, a package or a flag its own A/B, which is its proof), ``observed``
+  when a reading is the evidence (hardware), ``likely`` when it was only named (a bisection whose
+  confirmation did not run). The deciding p-value is corrected for the number of A/B tests the hunt
+  made (Bonferroni: p x tests, at most 1): a hunt that tries twenty things finds one at p = 0.05 by
+  chance, so the report says how many were tried.
+- **Shape.** A bisection assumes one step. The levels of the commits it probed say whether that
+  held: a probed level between good and HEAD (beyond a quarter of the drop from both) means the
+  drop came in steps. Each named culprit gets its step (its level against the probed level before
+  it, as a share of the whole drop); the shape is ``one step``, ``steps`` (several, one of them
+  carrying most of the drop) or ``gradual`` (no single commit carries half of it).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from agent.state import Hunt
+
+DECIDES = ("environment", "uncommitted", "dependencies", "config")
+
+
+def tests_made(hunt: Hunt) -> int:
+    """A/B tests the hunt decided on: each hypothesis group tested by an A/B (its evidence names
+    measurements), and the confirmation."""
+    groups = {(h.category, tuple(h.evidence)) for h in hunt.hypotheses if h.evidence}
+    return max(1, len(groups) + (1 if hunt.confirmation.get("p_value") is not None else 0))
+
+
+def strength(hunt: Hunt) -> dict | None:
+    """The root cause's evidence: ``proven`` / ``observed`` / ``likely``, its p-value and the
+    p-value corrected for the tests made (None when there is no named cause)."""
+    kind = hunt.root_kind
+    if kind in (None, "none", "external"):
+        return None
+    n = tests_made(hunt)
+    p = hunt.confirmation.get("p_value")
+    if kind == "hardware":
+        level = "observed"
+    elif hunt.confirmation.get("ok"):
+        level = "proven"
+    elif kind in ("env", "uncommitted", "dependency", "config", "multiple") and any(
+        h.status == "supported" and h.category in DECIDES for h in hunt.hypotheses
+    ):
+        level = "proven"  # its own A/B decided it (taken together, fresh)
+    else:
+        level = "likely"
+    return {
+        "evidence": level,
+        "p_value": p,
+        "p_corrected": min(1.0, p * n) if p is not None else None,
+        "tests": n,
+    }
+
+
+def steps(hunt: Hunt) -> dict | None:
+    """The drop's shape over the bisected range (None without a bisection): the probed levels in
+    history order, each culprit's step and share of the drop, and ``one step`` / ``steps`` /
+    ``gradual``."""
+    order = [hunt.good_candidate, *hunt.bisected] if hunt.good_candidate else list(hunt.bisected)
+    if len(order) < 2 or not hunt.culprits:
+        return None
+    level: dict[str, float] = {}
+    for m in hunt.measurements:
+        if m.ref in order and m.env == hunt.probe_env and m.samples:  # as the bisection probed them
+            level[m.ref] = median(m.samples)
+    probed = [(i, sha, level[sha]) for i, sha in enumerate(order) if sha in level]
+    if len(probed) < 2:
+        return None
+    good, head = probed[0][2], probed[-1][2]
+    drop = head - good
+    if drop == 0:
+        return None
+    intermediate = [
+        sha for _, sha, v in probed[1:-1] if 0.25 < (v - good) / drop < 0.75
+    ]  # a level between the ends, beyond a quarter of the drop from both
+    found = []
+    for sha in hunt.culprits:
+        if sha not in order:
+            continue
+        at = order.index(sha)
+        before = [v for i, _, v in probed if i < at]
+        after = [v for i, _, v in probed if i >= at]
+        if not before or not after:
+            continue
+        found.append(
+            {
+                "ref": sha,
+                "delta_pct": round((after[0] - before[-1]) / good * 100, 2),
+                "share_pct": round((after[0] - before[-1]) / drop * 100, 1),
+            }
+        )
+    biggest = max((s["share_pct"] for s in found), default=0.0)
+    shape = "one step" if len(found) <= 1 and not intermediate else "gradual" if biggest < 50 else "steps"
+    return {
+        "shape": shape,
+        "steps": found,
+        "intermediate": intermediate,
+        "levels": [{"ref": sha, "median": round(v, 4)} for _, sha, v in probed],
+    }
+
+
+def sentence(hunt: Hunt) -> str:
+    """One line for the report: strength, corrected p, and the shape with its steps."""
+    parts = []
+    s = strength(hunt)
+    if s is not None:
+        p = f", p = {s['p_value']:.2g} ({s['p_corrected']:.2g} after {s['tests']} tests)" if s["p_value"] else ""
+        parts.append(f"Evidence: **{s['evidence']}**{p}.")
+    shape = steps(hunt)
+    if shape is not None:
+        listed = ", ".join(
+            f"`{x['ref'][:10]}` {x['delta_pct']:+.1f}% ({x['share_pct']:.0f}% of the drop)" for x in shape["steps"]
+        )
+        extra = f"; {len(shape['intermediate'])} probed commits at intermediate levels" if shape["intermediate"] else ""
+        parts.append(f"Shape of the drop: **{shape['shape']}**" + (f": {listed}" if listed else "") + extra + ".")
+    return " ".join(parts)
