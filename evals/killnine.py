@@ -20,6 +20,7 @@ the proposal, landing the revert. The checks (``violations``):
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import sqlite3
@@ -29,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import numpy as np
 
 MEASURING = ("measure", "measure_pair", "probe")
 
@@ -201,8 +204,11 @@ def fingerprint(repo: Path, ignore: set[str] | None = None) -> dict[str, str]:
 
 
 def draw(rng, hunt_events: int, approve_events: int, kills: int = 3) -> list[KillPoint]:
-    """A random set of kill points: up to ``kills - 1`` in the hunt (each counted from the start of
-    the process it kills, within the ``hunt_events`` an undisturbed hunt writes) and one in the
-    approval (within its ``approve_events``)."""
-    points = [KillPoint("hunt", int(rng.integers(1, max(2, hunt_events // (kills - 1))))) for _ in range(kills - 1)]
+    """A random set of kill points: ``kills - 1`` in the hunt, at distinct places spread over the
+    ``hunt_events`` an undisturbed hunt writes (each resumed process writes only what is new, plus
+    its "resumed" and "caught up" notes, so a point is counted from where the last one fell), and
+    one in the approval (within its ``approve_events``)."""
+    spots = sorted(int(x) for x in rng.choice(np.arange(1, hunt_events), size=kills - 1, replace=False))
+    points = [KillPoint("hunt", spots[0])]
+    points += [KillPoint("hunt", b - a + 2) for a, b in itertools.pairwise(spots)]
     return [*points, KillPoint("approve", int(rng.integers(1, max(2, approve_events))))]
