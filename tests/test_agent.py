@@ -302,11 +302,12 @@ def test_a_repository_no_lab_built_with_a_timeit_benchmark(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     v = json.loads(proc.stdout)
-    assert v["root_cause"] == {
+    assert {k: v["root_cause"][k] for k in ("kind", "ref", "summary")} == {
         "kind": "commit",
         "ref": culprit,
         "summary": f'{culprit[:10]} "Preserve insertion order in lookup"',
     }
+    assert v["root_cause"]["evidence"] == "proven" and v["root_cause"]["p_corrected"] <= 0.05
     assert v["probes"] <= 10
     assert fingerprint(repo) == before
 

@@ -164,6 +164,7 @@ def test_a_hunt_left_running_is_adopted_by_the_next_service_never_driven_twice(w
     assert not any("resumed from the last checkpoint" in e["text"] for e in events)
 
 
+@pytest.mark.slow  # run by .ci/run on its own; the CLI's killed approval is in tests/test_kill_nine.py
 def test_a_service_killed_during_an_approval_is_finished_by_the_next_one_with_one_revert(world, tmp_path):
     res, db = world
     (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=res.repo))

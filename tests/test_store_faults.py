@@ -77,6 +77,8 @@ def test_a_write_that_fails_is_store_unavailable_and_other_errors_are_not(tmp_pa
     full = OSError(28, "No space left on device", str(tmp_path / "report.md"))
     assert unavailable(full, "s.db").path.endswith("report.md")  # type: ignore[union-attr]
     assert unavailable(OSError(2, "No such file"), "s.db") is None
+    full_db = unavailable(sqlite3.OperationalError("database or disk is full"), "s.db")
+    assert full_db is not None and full_db.reason == "database or disk is full"  # SQLite's SQLITE_FULL
     assert unavailable(sqlite3.OperationalError("no such table: x"), "s.db") is None
 
 
@@ -117,6 +119,7 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)]).returncode == 0
 
 
+@pytest.mark.slow  # run by .ci/run on its own (root mounts the tmpfs); the locked store above is the default
 def test_a_full_disk_mid_hunt_stops_the_run_resumably_and_resume_finishes_it_once_there_is_room(tiny, tmp_path):
     disk = tmp_path / "disk"
     if not _mount_tmpfs(disk, "64m"):
