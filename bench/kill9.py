@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--kills", type=int, default=4)
     ap.add_argument("--spec", type=Path, help="a lab spec with one culprit commit (default: the tests' tiny one)")
-    ap.add_argument("--hunt-events", type=int, default=110, help="events of an undisturbed hunt (kill range)")
+    ap.add_argument("--hunt-events", type=int, default=90, help="events of an undisturbed hunt (kill range)")
     args = ap.parse_args()
     os.environ.setdefault("SLEUTH_LAB_LAUNCH_SCALE", "0.02")
     phases: collections.Counter[str] = collections.Counter()

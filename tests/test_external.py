@@ -14,10 +14,10 @@ from tests.conftest import MINIMAL_SPEC, sleuth_in_process
 def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write_spec):
     text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
     text = text.replace('[truth]\nculprits = ["slow"]', '[truth]\nculprits = ["dep"]')
-    alert = "[alert]\ngood = 70\nbad = 60\ngive_good_ref = true\nrequests = 2"
+    alert = "[alert]\ngood = 70\nbad = 52\ngive_good_ref = true\nrequests = 2"
     text = text.replace("[alert]\ngood = 94\nbad = 70", alert)
     text += '\n[dependency]\nid = "dep"\ngood = "2.8.0"\nbad = "2.9.0"\n'
-    text += 'effect = { cost = "moe_experts", scale = 3.0 }\n'
+    text += 'effect = { cost = "moe_experts", scale = 5.0 }\n'
     res = build(load_spec(write_spec(text)), tmp_path / "scenario")
     alert = json.loads((res.root / "alert.json").read_text())
     del alert["alerts"][0]["annotations"]["pip_log"]  # the operator keeps no pip log: no reference
@@ -31,7 +31,7 @@ def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write
     assert "the known-good commit measures like HEAD" in summary and "vs the alert's good 70" in summary
     assert "installed packages" in summary
     assert "packages: no reference to compare with" in summary
-    assert v["regression"]["delta_pct"] < -3
+    assert v["regression"]["delta_pct"] < -3, v["regression"]
     assert v["proposed_action"]["kind"] == "investigate"
 
 
