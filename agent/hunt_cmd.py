@@ -417,13 +417,13 @@ def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
         bad_input(f"{field}: {exc}")
 
 
-def _recorded_decision(hunt: Hunt, decision: Decision) -> bool | None:
-    """True when ``decision`` is the one already recorded on a run that has not ended (its driver
-    died after the approval); None otherwise (never decided, decided otherwise, or ended)."""
+def _recorded_decision(hunt: Hunt, decision: Decision) -> bool:
+    """Is ``decision`` the one already recorded on a run that has not ended (its driver died after
+    the approval)? False when never decided, decided otherwise, or ended."""
     a = hunt.action
     if hunt.status != "running" or a is None or a.status not in ("approved", "applied", "rejected"):
-        return None
-    return True if (a.status != "rejected") == decision.approved else None
+        return False
+    return (a.status != "rejected") == decision.approved
 
 
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
@@ -437,8 +437,9 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         except KeyError:
             bad_input(f"RUN: no run '{run_id}' in {db}")
         _take_lease(hunter, run_id)  # before looking at its state: nobody else may change it now
-        recorded = None if hunter.pending(run_id) else _recorded_decision(hunter.current(run_id), decision)
-        if not hunter.pending(run_id) and recorded is None:
+        pending = hunter.pending(run_id)
+        recorded = not pending and _recorded_decision(hunter.current(run_id), decision)
+        if not pending and not recorded:
             bad_input(f"RUN: run '{run_id}' is not awaiting approval")
         with store_guard(hunter, run_id):
             # The same decision already recorded by a process that died before the end (an approval

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import numpy as np
 
-    from evals.killnine import draw, fingerprint, run_with_kills, violations
+    from evals.fingerprint import fingerprint
+    from evals.killnine import draw, run_with_kills, violations
     from evals.lab.builder import build
     from evals.lab.spec import load_spec
     from tests.conftest import MINIMAL_SPEC

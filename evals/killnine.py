@@ -33,6 +33,8 @@ from typing import Literal
 
 import numpy as np
 
+from evals.fingerprint import added_refs, fingerprint, leftovers
+
 MEASURING = ("measure", "measure_pair", "probe")
 
 
@@ -56,13 +58,23 @@ def sleuth() -> str:
     return str(beside) if beside.exists() else "sleuth"
 
 
-def _events(db: Path) -> list[dict]:
+def _query(db: Path, sql: str) -> list[dict]:
     try:
         with sqlite3.connect(db, timeout=5) as conn:
             conn.row_factory = sqlite3.Row
-            return [dict(r) for r in conn.execute("select run, seq, kind, text, payload from events order by id")]
-    except sqlite3.Error:
+            return [dict(r) for r in conn.execute(sql)]
+    except sqlite3.Error:  # not created yet, or busy past the timeout: nothing to read this time
         return []
+
+
+def _events(db: Path) -> list[dict]:
+    return _query(db, "select run, seq, kind, text, payload from events order by id")
+
+
+def _count(db: Path) -> int:
+    """Events written so far (what the kill points count; polled, so no rows are read)."""
+    rows = _query(db, "select count(*) as n from events")
+    return rows[0]["n"] if rows else 0
 
 
 def _phase(e: dict | None) -> str:
@@ -75,16 +87,16 @@ def _phase(e: dict | None) -> str:
 def _drive(cmd: list[str], db: Path, kill_at: int | None, timeout: float) -> tuple[int | None, str, str, str]:
     """Run one sleuth command; with ``kill_at``, SIGKILL it once it has written that many events.
     Returns (exit code or None if killed, stdout, stderr, the phase it was killed in)."""
-    before = len(_events(db))
+    before = _count(db)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout
     try:
         while kill_at is not None and proc.poll() is None and time.monotonic() < deadline:
-            ev = _events(db)
-            if len(ev) - before >= kill_at:
+            if _count(db) - before >= kill_at:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=30)
-                return None, "", "", _phase(ev[-1] if ev else None)
+                last = _query(db, "select kind, payload from events order by id desc limit 1")
+                return None, "", "", _phase(last[0] if last else None)
             time.sleep(0.02)
         out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     finally:
@@ -171,36 +183,18 @@ def violations(out: Outcome, db: Path, truth: dict, repo: Path, root: Path, befo
     branches = _git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/sleuth/").split()
     if len(branches) != 1:
         bad.append(f"{len(branches)} revert branches: {branches}")
-    after = fingerprint(repo, ignore=set(branches))
-    if after != before:
+    if added_refs(before, fingerprint(repo)) != [f"refs/heads/{b}" for b in branches]:
         bad.append("the user's repository changed beyond the approved branch")
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    if any("minisglang.launch_server" in p and str(root) in p for p in ps):
+    servers, trees = leftovers(root, repo)
+    if servers:
         bad.append("a server process is left")
-    if any("sleuth-wt" in line for line in _git(repo, "worktree", "list").splitlines()):
+    if trees:
         bad.append("a scratch worktree is left")
     return bad
 
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True).stdout
-
-
-def fingerprint(repo: Path, ignore: set[str] | None = None) -> dict[str, str]:
-    """The user's repository as a person sees it: HEAD, branches (but ``ignore``), index, stash,
-    status with the uncommitted changes' content."""
-    refs = [
-        line
-        for line in _git(repo, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/").splitlines()
-        if line.split()[0] not in (ignore or set())
-    ]
-    return {
-        "head": _git(repo, "rev-parse", "HEAD"),
-        "refs": "\n".join(refs),
-        "status": _git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
-        "diff": _git(repo, "diff", "HEAD"),
-        "stash": _git(repo, "stash", "list"),
-    }
 
 
 def draw(rng, hunt_events: int, approve_events: int, kills: int = 3) -> list[KillPoint]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evals.killnine import KillPoint, draw, fingerprint, run_with_kills, violations
+from evals.fingerprint import fingerprint
+from evals.killnine import KillPoint, draw, run_with_kills, violations
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import MINIMAL_SPEC

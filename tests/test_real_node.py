@@ -10,19 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from evals.fingerprint import leftovers
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_in_process
 
 CORE = Path(__file__).parent.parent / "evals" / "suites" / "core"
-
-
-def leftovers(root: Path, repo: Path) -> tuple[list[str], list[str]]:
-    """Server processes of this scenario still alive, and scratch worktrees still registered."""
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    servers = [p for p in ps if "minisglang.launch_server" in p and str(root) in p]
-    trees = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
-    return servers, [t for t in trees.splitlines() if "sleuth-wt" in t]
 
 
 def test_a_server_that_hangs_on_its_first_request_ends_the_hunt_at_its_wall_budget(write_spec, tmp_path):

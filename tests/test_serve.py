@@ -24,7 +24,7 @@ from agent.serve.app import create_app
 from agent.serve.config import load_config
 from agent.serve.queue import HuntQueue
 from evals.burst import BASE
-from evals.fingerprint import fingerprint
+from evals.fingerprint import added_refs, fingerprint
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
@@ -384,9 +384,7 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
         assert "the A/B is convincing" in approval[0]["text"]
         # The revert landed on a new branch; the user's checkout and its uncommitted work are as they were.
         after = fingerprint(res.repo)
-        assert {k: v for k, v in after.items() if k != "refs"} == {k: v for k, v in before.items() if k != "refs"}
-        added = set(after["refs"].splitlines()) - set(before["refs"].splitlines())
-        assert [line.split("\t")[1] for line in added] == [f"refs/heads/{v['proposed_action']['branch']}"]
+        assert added_refs(before, after) == [f"refs/heads/{v['proposed_action']['branch']}"]
     finally:
         serve.terminate()
         out, _ = serve.communicate(timeout=60)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from evals.fingerprint import leftovers
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import MINIMAL_SPEC, sleuth_exe, sleuth_in_process
-from tests.test_real_node import leftovers
 from transcripts.store import Store, StoreUnavailable, unavailable
 
 

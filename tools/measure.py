@@ -503,7 +503,7 @@ class Measurer:
         """``n`` samples of ``state`` on its warm server (or a new launch; ``fresh``: always new)."""
         if n <= 0:
             return
-        key = MeasureCache.key(self._entry(state, workload)[1], state, workload)
+        key = self._key(state, workload)
         launched = self._warm.pop(key, None)
         if launched is not None and fresh:
             launched.close()
@@ -677,8 +677,12 @@ class Measurer:
         for i, (state, entry, block) in enumerate(self._block_order(sides, lead=warm)):
             self._take(state, workload, entry, block, i > 0 or warm is None, on_sample)
 
+    def _key(self, state: State, workload: Workload) -> str:
+        """The state's key in the cache and among the warm servers."""
+        return MeasureCache.key(self._entry(state, workload)[1], state, workload)
+
     def _is_warm(self, state: State, workload: Workload) -> bool:
-        return MeasureCache.key(self._entry(state, workload)[1], state, workload) in self._warm
+        return self._key(state, workload) in self._warm
 
     def _block_order(
         self, sides: list[tuple[State, dict, int]], lead: State | None = None

@@ -228,11 +228,11 @@ class EventChecker:
         self.pos = 0
 
     def event(self, run_id: str, kind: str, text: str, payload: Any = None, duration_s: float | None = None, t=None):
-        got = {"kind": kind, "text": normal(text), "payload": normal(payload)}
+        got = _emitted(kind, text, payload)
         if self.pos >= len(self.expected):
             raise Divergence(None, "the end of the recording", got)
         e = self.expected[self.pos]
-        want = {"kind": e["kind"], "text": e["text"], "payload": json.loads(e["payload"])}
+        want = _as_stored(e)
         if want != got:
             raise Divergence(e["seq"], want, got)
         self.pos += 1
@@ -253,6 +253,16 @@ def _is_resume_note(e: dict) -> bool:
     return e["kind"] == "note" and '"phase": "resume"' in (e["payload"] or "")
 
 
+def _emitted(kind: str, text: str, payload: Any) -> dict:
+    """An event being written, as the store would hold it (what a recorded one is compared with)."""
+    return {"kind": kind, "text": normal(text), "payload": normal(payload)}
+
+
+def _as_stored(e: dict) -> dict:
+    """A recorded event (a store row) in the same shape as ``_emitted``."""
+    return {"kind": e["kind"], "text": e["text"], "payload": json.loads(e["payload"])}
+
+
 class Resumption:
     """A run resumed after its driver died: the node that was running starts again from the last
     checkpoint, and what it had already asked the world, and recorded, before the driver died is
@@ -268,32 +278,28 @@ class Resumption:
     def __init__(self, events: list[dict], after_seq: int) -> None:
         after = [e for e in events if e["seq"] > after_seq and not _is_resume_note(e)]
         self.calls = recorded_calls(after)
-        self.events = [{"kind": e["kind"], "text": e["text"], "payload": json.loads(e["payload"])} for e in after]
+        self.events = [_as_stored(e) for e in after]
         self.cursor = self.event_cursor = 0
         self.served = self.skipped = 0
         self.live = self.writing = False
-        self.went_live = False  # set once, when the first live call comes; ``caught_up`` clears it
+        self.reported = False  # whether ``caught_up`` has said what was served
 
     def caught_up(self) -> dict | None:
         """Once, when the resumption has just gone live: what it served (for the transcript)."""
-        if not self.went_live:
+        if not self.live or self.reported:
             return None
-        self.went_live = False
+        self.reported = True
         return {"served": self.served, "recorded": len(self.calls), "events_not_rewritten": self.skipped}
 
     def answer(self, name: str, args: dict) -> Answer | None:
-        if self.live:
-            return None
-        if self.cursor >= len(self.calls) or (self.calls[self.cursor][1], normal(self.calls[self.cursor][2])) != (
-            name,
-            normal(args),
-        ):
-            self.live = self.went_live = True
-            return None
-        _seq, _name, _args, ans = self.calls[self.cursor]
-        self.cursor += 1
-        self.served += 1
-        return ans
+        if not self.live and self.cursor < len(self.calls):
+            _seq, rname, rargs, ans = self.calls[self.cursor]
+            if (rname, normal(rargs)) == (name, normal(args)):
+                self.cursor += 1
+                self.served += 1
+                return ans
+        self.live = True
+        return None
 
     def learn(self, name: str, args: dict, result: Any) -> None:
         """A live answer: nothing to keep (the store records it, as any live call)."""
@@ -303,7 +309,7 @@ class Resumption:
         if self.writing or self.event_cursor >= len(self.events):
             self.writing = True
             return False
-        if self.events[self.event_cursor] != {"kind": kind, "text": normal(text), "payload": normal(payload)}:
+        if self.events[self.event_cursor] != _emitted(kind, text, payload):
             self.writing = True
             return False
         self.event_cursor += 1
