@@ -345,9 +345,11 @@ class Hunter:
         last checkpoint; the node that was running starts again, and every measurement it had
         finished comes from the cache."""
         self.lease(run_id)
-        at = self.current(run_id).seq
-        if at is not None and self.cassette is None:  # (runs checkpointed before ``seq`` was kept: all live)
-            self.resuming[run_id] = Resumption(self.store.events(run_id), at)
+        hunt = self.current(run_id)
+        if hunt.seq is not None and self.cassette is None:  # (runs checkpointed before ``seq`` was kept: all live)
+            self.resuming[run_id] = Resumption(self.store.events(run_id), hunt.seq)
+        if self.cassette is None:
+            self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
         return self._drive(run_id, None)
 

@@ -180,6 +180,13 @@ class Runtime:
             trace_imports=bool(t.trace_paths) and not t.command,
         )
 
+    def reclaim(self) -> None:
+        """Clean up what a dead driver left on the host (its servers, its scratch worktrees). The
+        measurer does that when it opens, on first live use; a run resumed after its driver died
+        may answer its first calls from the recording (``Resumption``) and open it late or never,
+        so it opens it at once."""
+        _ = self.ctx.measurer
+
     # -- the choke point -------------------------------------------------------------------------
     def observe(
         self,
