@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis, Measured
-from tools.stats import compare_launches, shortfall_p
+from tools.stats import compare_launches, shortfall_p, split_launches
 
 
 def is_better(hunt: Hunt, a: Measured, b: Measured) -> bool:
@@ -46,6 +46,7 @@ def ab(
     alpha: float = 0.01,
     better: str | None = None,
     n: int | None = None,
+    first: bool = False,
 ):
     """Compare two states on samples taken together: ``n`` (``Runtime.ab_samples``: the budget's
     samples per state, at least 6, more where a launch is expensive) new samples of each,
@@ -63,9 +64,13 @@ def ab(
     of the smallest effect that matters stops there (``p_shortfall`` <= alpha): more samples, a
     launch or more on a one-slot host, could only make a difference too small to matter
     significant. "either": no side is named (a model's compare); the test is on the side that
-    measures better so far (the other one is further still from such a gain)."""
+    measures better so far (the other one is further still from such a gain).
+
+    ``first``: ``a`` and ``b`` are already measured, together, in one experiment (``three_arms``):
+    that is the first round."""
     n = n or rt.ab_samples(hunt, alpha)
-    a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
+    if not first:
+        a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
     cmp = _ab_round(hunt, a, b, alpha, better)
     for more in (n, 2 * n):
         if cmp.verdict != "unknown" or ruled_out(cmp):
@@ -93,11 +98,33 @@ def ruled_out(cmp) -> bool:
     return cmp.verdict == "unknown" and cmp.p_shortfall is not None and cmp.p_shortfall <= cmp.alpha
 
 
-def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01):
-    """Compare two measured states, counting samples of one launch as correlated."""
+def launch_aware(hunt: Hunt, a: Measured, b: Measured, alpha: float = 0.01, context: bool = False):
+    """Compare two measured states, counting samples of one launch as correlated; ``context``:
+    with the launch-to-launch spread of the hunt's earlier states too (``launch_context``)."""
     return compare_launches(
-        a.samples, a.groups, b.samples, b.groups, alpha=alpha, min_effect_pct=min_effect_pct(hunt), interval=False
+        a.samples,
+        a.groups,
+        b.samples,
+        b.groups,
+        context=launch_context(hunt, exclude=(a.id, b.id)) if context else None,
+        alpha=alpha,
+        min_effect_pct=min_effect_pct(hunt),
+        interval=False,
     )
+
+
+def launch_context(hunt: Hunt, exclude: tuple[str, ...] = ()) -> list[list[list[float]]]:
+    """The samples by launch of every state the hunt measured on two launches or more, each state
+    once (its measurement with the most samples: a later round joined to an earlier one holds
+    both), for the launch-to-launch spread of this host."""
+    best: dict[tuple, Measured] = {}
+    for m in hunt.measurements:
+        if m.id in exclude or len([g for g in m.groups if g]) < 2:
+            continue
+        key = (m.ref, m.launch, tuple(sorted(m.env.items())))
+        if key not in best or len(m.samples) > len(best[key].samples):
+            best[key] = m
+    return [split_launches(m.samples, m.groups) for m in best.values()]
 
 
 def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
@@ -105,16 +132,27 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n:
     new samples each (at least 6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01
     at all, and only with independent samples; in launches of two or three they count for less,
     and 6 + 6 still reaches it at a design effect up to 1.4), never samples from the bisection
-    or the ledger's tests; while the answer is unknown, more fresh rounds, as ``ab``."""
+    or the ledger's tests; while the answer is unknown, more fresh rounds, as ``ab``.
+
+    Where launches are dear (``Runtime.dear_launches``: one slot, a launch worth three samples or
+    more) the first round is one launch per side, A then B, judged with the launch-to-launch
+    spread measured over the whole hunt (``launch_context``: the two launches alone cannot tell a
+    launch's offset from the change); an unknown answer takes B then A next, so the two rounds
+    together are the balanced A B B A. One launch fewer than A B A, which measured that spread
+    from one repeated launch (one degree of freedom) and leaned on a prior for the rest."""
     n = max(n, rt.ab_samples(hunt))
-    ma, mb = rt.fresh_pair(hunt, a, b, n)
-    cmp = launch_aware(hunt, ma, mb)
-    for more in (n, 2 * n):
+    single = rt.dear_launches(hunt)
+    ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
+    cmp = launch_aware(hunt, ma, mb, context=single)
+    for i, more in enumerate((n, 2 * n)):
         if cmp.verdict != "unknown":
             break
-        more_a, more_b = rt.measure_pair(hunt, ma, mb, more, fresh=True, relaunch=True)
+        if single and i == 0:  # B A after A B: the two rounds together are balanced (A B B A)
+            more_b, more_a = rt.measure_pair(hunt, mb, ma, more, fresh=True, relaunch=True, single=True)
+        else:
+            more_a, more_b = rt.measure_pair(hunt, ma, mb, more, fresh=True, relaunch=True)
         ma, mb = rt.joined(hunt, ma, more_a), rt.joined(hunt, mb, more_b)
-        cmp = launch_aware(hunt, ma, mb)
+        cmp = launch_aware(hunt, ma, mb, context=single)
     return cmp, ma, mb
 
 

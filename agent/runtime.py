@@ -109,6 +109,11 @@ def last_groups(groups: list[int], k: int | None) -> list[int]:
     return out
 
 
+def _side(st: State) -> dict:
+    """A measured state as a recorded call names it (what replays key their samples on)."""
+    return {"ref": st.ref, "launch": st.launch} | ({"env": st.env} if st.env else {})
+
+
 def error_record(exc: Exception) -> dict:
     """How a failure of the world is recorded: its kind, message, details and what it cost."""
     if isinstance(exc, Deadline):  # the budget ran out mid-probe: the probe was stopped
@@ -500,17 +505,21 @@ class Runtime:
         decide alone (``stats.one_round_samples``): a few more samples are cheaper than a second
         round's three launches."""
         n = max(hunt.budget.samples, 6)
-        ratio = Cost.model_validate(hunt.cost).launch_in_samples() if hunt.cost else None
-        if hunt.target.slots >= 2 or ratio is None or ratio < LAUNCH_IN_SAMPLES:
-            return n
-        return max(n, one_round_samples(alpha))
+        return max(n, one_round_samples(alpha)) if self.dear_launches(hunt) else n
 
     def _state(self, hunt: Hunt, m: Measured) -> State:
         """The measured state of ``m`` as the measurer keys it."""
         return State(label=m.label, ref=m.ref, launch=m.launch, env=m.env if hunt.target.command else {})
 
     def measure_pair(
-        self, hunt: Hunt, a: Measured, b: Measured, samples: int, fresh: bool = False, relaunch: bool = False
+        self,
+        hunt: Hunt,
+        a: Measured,
+        b: Measured,
+        samples: int,
+        fresh: bool = False,
+        relaunch: bool = False,
+        single: bool = False,
     ) -> tuple[Measured, Measured]:
         """More samples of two states, taken interleaved (see ``Measurer.measure_pair``);
         ``fresh``: ``samples`` new ones of each, and only those returned (an A/B never decides on
@@ -518,10 +527,13 @@ class Runtime:
         self.check_wall(hunt)
         sa, sb = self._state(hunt, a), self._state(hunt, b)
         how = f"{samples} new samples each" if fresh else f"{samples} samples each"
-        self.say(hunt, "probe", f"measuring {a.label} and {b.label} interleaved ({how})")
+        way = "one launch each" if single else "interleaved"
+        self.say(hunt, "probe", f"measuring {a.label} and {b.label} {way} ({how})")
 
         def live() -> dict:
-            ma, mb = self.ctx.measurer.measure_pair(sa, sb, self.workload, samples, fresh=fresh, relaunch=relaunch)
+            ma, mb = self.ctx.measurer.measure_pair(
+                sa, sb, self.workload, samples, fresh=fresh, relaunch=relaunch, single=single
+            )
             k = samples if fresh else None  # fresh: only the new samples are this A/B's
             return {
                 "a": {"samples": ma.samples[-k:] if k else ma.samples, "verify_ms": ma.verify_ms},
@@ -529,12 +541,11 @@ class Runtime:
                 "groups": {"a": last_groups(ma.groups, k), "b": last_groups(mb.groups, k)},
             }
 
-        def side(st: State) -> dict:
-            return {"ref": st.ref, "launch": st.launch} | ({"env": st.env} if st.env else {})
-
-        args = {"a": side(sa), "b": side(sb), "samples": samples} | ({"fresh": True} if fresh else {})
+        args = {"a": _side(sa), "b": _side(sb), "samples": samples} | ({"fresh": True} if fresh else {})
         if relaunch:
             args["relaunch"] = True
+        if single:
+            args["single"] = True
         try:
             got = self.observe(hunt, "measure_pair", args, lambda: self._costed(hunt, live))
         except ProbeError as exc:
@@ -547,12 +558,47 @@ class Runtime:
             self._measured(hunt, b.label, b.ref, b.env, b.launch, got["b"]),
         )
 
-    def fresh_pair(self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int) -> tuple[Measured, Measured]:
+    def measure_arms(self, hunt: Hunt, arms: list[Measured], samples: int) -> list[Measured]:
+        """Three states in one experiment (``Measurer.measure_arms``: launches L P O P on a
+        one-slot host), ``samples`` new samples each, recorded as one call."""
+        self.check_wall(hunt)
+        states = [self._state(hunt, m) for m in arms]
+        labels = ", ".join(m.label for m in arms)
+        self.say(hunt, "probe", f"measuring {labels} in one experiment ({samples} new samples each)")
+
+        def live() -> dict:
+            got = self.ctx.measurer.measure_arms(states, self.workload, samples)
+            return {
+                "arms": [{"samples": m.samples[-samples:], "verify_ms": m.verify_ms} for m in got],
+                "groups": [last_groups(m.groups, samples) for m in got],
+            }
+
+        args = {"arms": [_side(st) for st in states], "samples": samples, "fresh": True}
+        try:
+            got = self.observe(hunt, "measure_arms", args, lambda: self._costed(hunt, live))
+        except ProbeError as exc:
+            self.broken_state(hunt, getattr(exc, "label", labels), exc)
+            raise
+        return [
+            self._measured(hunt, m.label, m.ref, m.env, m.launch, {**side, "groups": groups})
+            for m, side, groups in zip(arms, got["arms"], got["groups"], strict=True)
+        ]
+
+    def fresh_pair(
+        self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int, single: bool = False
+    ) -> tuple[Measured, Measured]:
         """A fresh A/B of two states ((label, ref) each): ``samples`` new samples of each, taken
-        interleaved on newly launched servers (or in a balanced launch order on a one-slot host),
-        none reused from earlier measurements. What a confirmation is made of."""
+        interleaved on newly launched servers (or in a balanced launch order on a one-slot host;
+        ``single``: one launch each), none reused from earlier measurements. What a confirmation
+        is made of."""
         sides = [self.planned(hunt, label, ref) for label, ref in (a, b)]
-        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True)
+        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True, single=single)
+
+    def dear_launches(self, hunt: Hunt) -> bool:
+        """A one-slot server host where a launch costs at least ``LAUNCH_IN_SAMPLES`` samples (this
+        hunt's own measured costs, which travel in its recording, so a replay decides alike)."""
+        ratio = Cost.model_validate(hunt.cost).launch_in_samples() if hunt.cost else None
+        return hunt.target.slots == 1 and not hunt.target.command and ratio is not None and ratio >= LAUNCH_IN_SAMPLES
 
     def joined(self, hunt: Hunt, first: Measured, more: Measured) -> Measured:
         """Two measurements of one state as one (a second fresh round of a confirmation)."""

@@ -173,6 +173,9 @@ class Hunt(BaseModel):
     # The environment the history A/B and the bisection run under: the tuning variables blanked
     # once one A/B showed they change nothing (so that A/B's HEAD serves as the history's HEAD).
     probe_env: dict[str, str] = {}
+    # The history A/B's first round (good-candidate, HEAD measurement ids), when it was measured
+    # in one experiment with the clean A/B (``agent.categories.environment``; one-slot hosts).
+    history_round: list[str] = []
     packages: dict = {}  # what the launch's Python has installed now: dists {name: version}, driver, python
     package_changes: list[dict] = []  # tools.packages.Change, against package_reference
     package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)

@@ -100,7 +100,7 @@ def git_bisect(n: int, culprit: int, draw, threshold: float | None = None) -> tu
     return hi == culprit, probes, probes, [hi]
 
 
-def pinpoint(n: int, culprit: int, draw) -> tuple[bool, int, int]:
+def pinpoint(n: int, culprit: int, draw) -> tuple[bool, int, int, list[int]]:
     data: dict[int, list[float]] = {}
 
     def ensure(i: int, k: int) -> list[float]:

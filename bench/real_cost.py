@@ -104,7 +104,7 @@ def pinpoint_cost(spec_path: Path, truth: dict, repo: Path, trials: int = 40) ->
             mean = spec.alert.good if i < culprit else spec.alert.bad
             return [rng.gauss(mean, cv * mean) for _ in range(k)]
 
-        ok, _probes, n = pinpoint(len(commits), culprit, draw)
+        ok, _probes, n, _named = pinpoint(len(commits), culprit, draw)
         hits += ok
         attempts += n
     return hits / trials, attempts / trials

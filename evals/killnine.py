@@ -35,7 +35,7 @@ import numpy as np
 
 from evals.fingerprint import added_refs, fingerprint, leftovers
 
-MEASURING = ("measure", "measure_pair", "probe")
+MEASURING = ("measure", "measure_pair", "measure_arms", "probe")
 
 
 @dataclass

@@ -21,6 +21,7 @@ OBSERVATIONS = {
     "probe",
     "measure",
     "measure_pair",
+    "measure_arms",
     "clock",
     "git_resolve",
     "git_rev_list",

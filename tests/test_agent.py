@@ -113,6 +113,9 @@ def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenari
     # side is that A/B's clean HEAD, no new launch), and the pulled commits the server never
     # imports (diffusion, lora validation, radix cache, mamba, docs) are not bisected.
     assert "NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_PROTO blanked" in history["reason"]
+    # On the seed's one-slot host the known-good commit was measured in the clean A/B's experiment
+    # (now, clean HEAD, good, clean HEAD: three launches for both A/Bs' first rounds).
+    assert "measured with the clean A/B in one experiment" in history["reason"]
     assert len(v["pruned"]) == 5 and culprit not in {p["sha"] for p in v["pruned"]}
     assert v["regression"]["explained_pct"] > 60  # the revert's own A/B recovers most of the drop
     assert v["proposed_action"] == {
@@ -552,3 +555,6 @@ def test_an_ab_takes_more_samples_only_on_a_one_slot_host_whose_launches_are_dea
     assert rt.ab_samples(hunt(2, dear)) == 6  # two warm servers: no launches to save
     assert rt.ab_samples(hunt(1, cheap)) == 6  # a second round costs little
     assert rt.ab_samples(hunt(1, {"launches": 2, "samples": 10})) == 6  # times unknown (old recording)
+    # The same judgement picks a confirmation of one launch a side (A B, then B A if unknown).
+    assert rt.dear_launches(hunt(1, dear)) and not rt.dear_launches(hunt(2, dear))
+    assert not rt.dear_launches(hunt(1, cheap))

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import tools.catalog as catalog
+from agent.runtime import with_env
 from evals.lab.measure import baseline_command, scenario_bench_config
 from tools.bisect import ProbeError
 from tools.git import LocalGit
@@ -297,3 +298,52 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
     rec = call("measure", args, ctx)
     assert rec.ok, rec.error
     assert rec.result["state"]["ref"] != seed_scenario.head_sha and len(rec.result["samples"]) == 2
+
+
+def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_at_once(lab):
+    import threading
+
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 17}))  # nothing cached for it
+    now = State(label="arm-now", ref=scen.head_sha, launch=ann["launch_command"])
+    clean = State(label="arm-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
+    good = State(label="arm-good", ref=scen.good_sha, launch=ann["launch_command"])
+    m.measure(now, own, 2)  # the reproduction's server stays up
+    before, most, stop = m.cost.launches, [0], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], servers_up(m))
+            stop.wait(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        mn, mc, mg = m.measure_arms([now, clean, good], own, 4)
+    finally:
+        stop.set()
+        watcher.join()
+    assert most[0] == 1  # one slot: never a second server
+    # now: 4 new samples on its warm server (no launch); clean in halves around good: 3 launches
+    assert m.cost.launches - before == 3
+    assert mn.groups == [6] and len(mn.samples) == 6  # 2 from the reproduction, 4 new, one launch
+    assert mc.groups == [2, 2] and mg.groups == [4]
+    assert mg.summary.median < mc.summary.median * 0.9 or mg.summary.median > mc.summary.median * 1.1
+    with pytest.raises(ValueError, match="three states"):
+        m.measure_arms([now, clean], own, 2)
+
+
+def test_a_single_launch_pair_is_one_launch_per_side_in_the_order_given(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 16}))  # nothing cached for it
+    a = State(label="one-a", ref=scen.good_sha, launch=ann["launch_command"])
+    b = State(label="one-b", ref=scen.head_sha, launch=ann["launch_command"])
+    m.measure(b, own, 1)  # a warm server of b: a confirmation does not use it
+    before = m.cost.launches
+    ma, mb = m.measure_pair(a, b, own, 4, fresh=True, relaunch=True, single=True)
+    assert m.cost.launches - before == 2 and ma.groups == [4] and mb.groups[-1] == 4
+    order: list[str] = []
+    sides = [(b, m._entry(b, own)[0], 4), (a, m._entry(a, own)[0], 4)]
+    m._interleave(sides, own, True, lambda s, _v: order.append(s), single=True)  # then B A
+    assert order == ["one-b"] * 4 + ["one-a"] * 4 and m.cost.launches - before == 4
+    assert m.measure(a, own, 8).groups == [4, 4]

@@ -157,3 +157,29 @@ def test_a_hunt_exports_as_openai_messages_and_atif(recorded, tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["schema_version"] == "ATIF-v1.4" and doc["agent"]["name"] == "perf-sleuth"
     assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == len(calls)
+
+
+def test_the_recorded_world_serves_a_three_state_experiment_and_its_samples_to_other_questions():
+    from transcripts.cassette import Cassette
+
+    arms = [{"ref": r, "launch": "serve"} for r in ("now", "clean", "good")]
+    arms[1]["env"] = {"NCCL_PROTO": ""}
+    result = {"arms": [{"samples": [v] * 4, "verify_ms": []} for v in (60.0, 61.0, 90.0)], "groups": [[4], [2, 2], [4]]}
+    call = {"name": "measure_arms", "args": {"arms": arms, "samples": 4, "fresh": True}}
+    events = [
+        {"seq": 1, "kind": "tool_call", "payload": call},
+        {"seq": 2, "kind": "tool_result", "payload": {"name": "measure_arms", "result": result, "error": None}},
+    ]
+    world = Cassette(events, strict=False)
+    # Another policy asks for the same experiment: the recorded samples, state by state.
+    got = world.answer("measure_arms", {"arms": arms, "samples": 4, "fresh": True})
+    assert [a["samples"] for a in got.result["arms"]] == [[60.0] * 4, [61.0] * 4, [90.0] * 4]
+    # Those samples are handed out: a fresh A/B of two of the states asks for new ones, which the
+    # recording does not hold (offline: unanswerable; live: measured).
+    again = {"a": arms[2], "b": arms[1], "samples": 2, "fresh": True}
+    with pytest.raises(Exception, match="cannot answer measure_pair"):
+        world.answer("measure_pair", again)
+    # A policy that never asked for the experiment gets its samples as a fresh A/B.
+    other = Cassette(events, strict=False)
+    pair = other.answer("measure_pair", again)
+    assert pair.result["a"]["samples"] == [90.0, 90.0] and pair.result["b"]["samples"] == [61.0, 61.0]

@@ -119,3 +119,22 @@ def test_a_launch_is_priced_in_samples_from_the_measured_times_and_unknown_befor
     assert Cost(launches=2, samples=10, launch_s=20.0, sample_s=10.0).launch_in_samples() == 10.0
     assert Cost(launches=2, samples=10).launch_in_samples() is None  # a recording from before the times
     assert Cost(launches=1, launch_s=3.0).plus({"launches": 1, "launch_s": 1.5}).launch_s == 4.5
+
+
+def test_one_launch_a_side_is_judged_with_the_spread_of_other_launches_never_as_independent_samples():
+    from tools.stats import PRIOR_RHO, compare_launches, design_effect
+
+    rng = np.random.default_rng(3)
+    a, b = list(rng.normal(100, 1, 8)), list(rng.normal(90, 1, 8))
+    alone = compare_launches(a, [8], b, [8], alpha=0.01)
+    # Without context two launches are taken as 16 independent samples (the old, optimistic view)...
+    assert alone.verdict == "different"
+    # ...with the host's launches agreeing, it still decides, at the prior's cost at most...
+    calm = [[list(100 + rng.normal(0, 1, 4)) for _ in range(3)] for _ in range(3)]
+    assert compare_launches(a, [8], b, [8], context=calm, alpha=0.01).verdict == "different"
+    # ...but where launches of one state differ by far more than the samples of one launch, two
+    # launches are two samples: a 10 % gap between them is no evidence.
+    wild = [[list(100 + off + rng.normal(0, 0.2, 4)) for off in rng.normal(0, 8, 6)] for _ in range(3)]
+    assert compare_launches(a, [8], b, [8], context=wild, alpha=0.01).verdict == "unknown"
+    # No launches to learn from: the prior, never "independent".
+    assert design_effect([[1.0] * 8], [[2.0] * 8], per_launch=8) == 1 + 7 * PRIOR_RHO

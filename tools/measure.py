@@ -631,7 +631,14 @@ class Measurer:
             return cmp, _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def measure_pair(
-        self, a: State, b: State, workload: Workload, samples: int, fresh: bool = False, relaunch: bool | None = None
+        self,
+        a: State,
+        b: State,
+        workload: Workload,
+        samples: int,
+        fresh: bool = False,
+        relaunch: bool | None = None,
+        single: bool = False,
     ) -> tuple[Measurement, Measurement]:
         """Top both states up to ``samples`` each, interleaved as ``compare_states`` does, so a
         neighbour's load falls on both sides alike instead of on whichever ran second.
@@ -640,7 +647,8 @@ class Measurer:
         taken together: samples of another time would make drift look like a difference).
         ``relaunch`` (default: ``fresh``): on servers launched for this A/B, not warm ones that
         served earlier samples (a confirmation); on a one-slot host every block is a new launch
-        anyway."""
+        anyway. ``single``: on a one-slot host, one launch per side, a then b (a confirmation where a
+        launch is dear; the launch-to-launch spread comes from the hunt's earlier launches)."""
         if a.label == b.label:
             b = b.model_copy(update={"label": b.label + "-b"})
         with self._lock:
@@ -653,12 +661,36 @@ class Measurer:
             if need_a or need_b:
                 try:
                     again = fresh if relaunch is None else relaunch
-                    self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, again, None)
+                    self._interleave([(a, ea, need_a), (b, eb, need_b)], workload, again, None, single)
                 finally:
                     self.cache.save()
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
-    def _interleave(self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample) -> None:
+    def measure_arms(self, arms: list[State], workload: Workload, samples: int) -> list[Measurement]:
+        """Three states measured in one experiment, ``samples`` new samples each, on a one-slot
+        host (two A/Bs that share a state: L vs P and P vs O). Launches in the order L P O P: the
+        lead (new samples on its server when it is still up from the step before), the pivot split
+        in two blocks around the other, so the pivot and the other sit symmetrically in time (a
+        linear drift falls on both alike) and the pivot has two launches (its launch-to-launch
+        spread measured). One launch fewer than two A B A rounds with a warm lead, two fewer without."""
+        if len(arms) != 3 or len({a.label for a in arms}) != 3:
+            raise ValueError("measure_arms takes three states with distinct labels")
+        with self._lock:
+            entries = [self._entry(s, workload) for s in arms]
+            (lead, el), (pivot, ep), (other, eo) = ((s, e) for s, (e, _t) in zip(arms, entries, strict=True))
+            warm = self._is_warm(lead, workload)
+            half = (samples + 1) // 2
+            order = [(lead, el, samples), (pivot, ep, half), (other, eo, samples), (pivot, ep, samples - half)]
+            try:
+                for i, (state, entry, block) in enumerate(order):
+                    self._take(state, workload, entry, block, i > 0 or not warm, None)
+            finally:
+                self.cache.save()
+            return [_measurement(s, tree, e) for s, (e, tree) in zip(arms, entries, strict=True)]
+
+    def _interleave(
+        self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample, single: bool = False
+    ) -> None:
         if self.slots >= 2:
             # Two servers up at once: A B A B, one sample at a time (``fresh``: on servers launched
             # for this A/B, not ones that served earlier samples).
@@ -674,7 +706,8 @@ class Measurer:
         # up from the step before goes first and its first block is new samples on that server:
         # a launch saved, the A B A order kept.
         warm = None if fresh else next((s for s, _e, n in sides if n and self._is_warm(s, workload)), None)
-        for i, (state, entry, block) in enumerate(self._block_order(sides, lead=warm)):
+        order = [side for side in sides if side[2]] if single else self._block_order(sides, lead=warm)
+        for i, (state, entry, block) in enumerate(order):
             self._take(state, workload, entry, block, i > 0 or warm is None, on_sample)
 
     def _key(self, state: State, workload: Workload) -> str:

@@ -273,22 +273,26 @@ PRIOR_RHO = 0.1
 PRIOR_DF = 4
 
 
-def design_effect(*sides: Sequence[Sequence[float]]) -> float:
+def design_effect(*sides: Sequence[Sequence[float]], per_launch: float | None = None) -> float:
     """How many samples one independent sample is worth when samples come in launches (Kish's
     design effect 1 + (m - 1) rho, with m the mean samples per launch and rho the intra-launch
     correlation: the one-way ANOVA estimator, shrunk toward ``PRIOR_RHO`` by its degrees of
     freedom). 1.0 when no side has two launches to tell launch-to-launch variance from sample
-    noise."""
+    noise.
+
+    ``per_launch``: the m of the samples being judged, when rho comes from other launches (an A/B
+    of one launch a side, judged with the spread of the hunt's earlier states); with no launch
+    to estimate rho from, the prior's."""
     ss_between, df_between, ss_within, df_within, n, k = _anova(sides)
     if df_between == 0 or df_within == 0:
-        return 1.0
+        return 1.0 + (per_launch - 1) * PRIOR_RHO if per_launch else 1.0
     msb, msw = ss_between / df_between, ss_within / df_within
     m = n / k
     if msw <= 0:
-        return m  # identical samples within each launch: a launch is one sample
+        return per_launch or m  # identical samples within each launch: a launch is one sample
     measured = max(0.0, (msb - msw) / (msb + (m - 1) * msw))
     rho = (df_between * measured + PRIOR_DF * PRIOR_RHO) / (df_between + PRIOR_DF)
-    return 1.0 + (m - 1) * rho
+    return 1.0 + ((per_launch or m) - 1) * rho
 
 
 def one_round_samples(alpha: float = 0.01, margin: float = 4.0, least: int = 6, most: int = 20) -> int:
@@ -309,16 +313,21 @@ def compare_launches(
     a_groups: Sequence[int],
     b: Sequence[float],
     b_groups: Sequence[int],
+    context: Sequence[Sequence[Sequence[float]]] | None = None,
     **kwargs,
 ) -> Comparison:
     """``compare`` for samples that come in launches (a server restarted between groups). Samples
     of one launch share that launch's offset (weights placement, clocks, a neighbour), so they are
     not independent: both sides' launches give the intra-launch correlation, and the comparison
     counts the samples as n / design effect independent ones (``compare(design_effect=...)``).
-    No launch-to-launch variance: the samples pool as they are; all of it: a launch counts once."""
-    return compare(
-        a, b, design_effect=design_effect(split_launches(a, a_groups), split_launches(b, b_groups)), **kwargs
-    )
+    No launch-to-launch variance: the samples pool as they are; all of it: a launch counts once.
+    ``context``: other states' samples by launch (each a list of launches), measured in the same
+    place: their launch-to-launch spread counts too. What an A/B of one launch per side needs, as
+    neither of its sides alone can tell a launch's offset from noise (without context its design
+    effect would be 1: every sample independent; with an empty context, the prior's)."""
+    sides = [split_launches(a, a_groups), split_launches(b, b_groups), *(context or ())]
+    per_launch = (len(a) + len(b)) / max(1, len(sides[0]) + len(sides[1])) if context is not None else None
+    return compare(a, b, design_effect=design_effect(*sides, per_launch=per_launch), **kwargs)
 
 
 def shortfall_p(

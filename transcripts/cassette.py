@@ -48,6 +48,15 @@ def _state(args: dict) -> tuple[str, str, str]:
     return args["ref"], args["launch"], json.dumps(args.get("env") or {}, sort_keys=True)
 
 
+def _sides(name: str, args: dict, result: Any) -> list[tuple[dict, Any]]:
+    """(state args, its part of the result) of each state a ``measure_pair`` (sides a and b) or
+    ``measure_arms`` (a list of arms) call measured; the parts are None without a result."""
+    if name == "measure_arms":
+        got = result["arms"] if result is not None else [None] * len(args["arms"])
+        return list(zip(args["arms"], got, strict=True))
+    return [(args[k], result[k] if result is not None else None) for k in ("a", "b")]
+
+
 def _short(value: Any, limit: int = 300) -> str:
     text = json.dumps(value, default=str) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[:limit] + "..."
@@ -109,10 +118,10 @@ class Cassette:
         args = self._key_args(args)
         self.calls.append((-1, name, args, Answer(result, None)))
         self._pool_add(name, args, result)
-        if name == "measure_pair":
-            for side in ("a", "b"):
-                key = _state(args[side])
-                n = len(result[side]["samples"])
+        if name in ("measure_pair", "measure_arms"):
+            for side, got in _sides(name, args, result):
+                key = _state(side)
+                n = len(got["samples"])
                 self.handed[key] = self.handed.get(key, 0) + n if args.get("fresh") else max(self.handed.get(key, 0), n)
         if name in ("measure", "probe"):
             n = len(result["samples"]) if name == "measure" else args["start"] + args["n"]
@@ -122,12 +131,12 @@ class Cassette:
     def _pool_add(self, name: str, args: dict, result: Any) -> None:
         """Both are views of a state's sample cache: measure returns all of it, probe the slice
         [start, start + n). The pool is that cache as far as the recording saw it."""
-        if name == "measure_pair":
-            for side in ("a", "b"):
+        if name in ("measure_pair", "measure_arms"):
+            for side, got in _sides(name, args, result):
                 if args.get("fresh"):  # new samples only: they follow whatever the state had
-                    self.pool.setdefault(_state(args[side]), []).extend(result[side]["samples"])
+                    self.pool.setdefault(_state(side), []).extend(got["samples"])
                 else:
-                    self._pool_add("measure", {**args[side], "samples": args["samples"]}, result[side])
+                    self._pool_add("measure", {**side, "samples": args["samples"]}, got)
             return
         if name not in ("measure", "probe"):
             return
@@ -187,17 +196,19 @@ class Cassette:
                 return None
             self.handed[key] = n
             return Answer({"samples": have[:n], "verify_ms": self.verify.get(key, [])[:n]}, None)
-        if name == "measure_pair" and args.get("fresh"):
-            sides, ends = {}, {}
-            for side in ("a", "b"):
-                key = _state(args[side])
+        if name in ("measure_pair", "measure_arms") and args.get("fresh"):
+            served, ends = [], {}
+            for side, _ in _sides(name, args, None):
+                key = _state(side)
                 have, start = self.pool.get(key, []), self.handed.get(key, 0)
                 if len(have) < start + args["samples"]:
                     return None
-                sides[side] = {"samples": have[start : start + args["samples"]], "verify_ms": []}
+                served.append({"samples": have[start : start + args["samples"]], "verify_ms": []})
                 ends[key] = start + args["samples"]
             self.handed.update(ends)
-            return Answer(sides, None)
+            if name == "measure_arms":
+                return Answer({"arms": served, "groups": [[] for _ in served]}, None)
+            return Answer(dict(zip(("a", "b"), served, strict=True)), None)
         if name == "measure_pair":
             sides = {}
             for side in ("a", "b"):

@@ -91,8 +91,15 @@ def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[
     """One A/B for every environment and patch suspect at once: now vs HEAD (no uncommitted
     change) with the tuning variables blanked. On a one-slot host each A/B costs launches; when
     the clean state is no faster, both groups are refuted by this one experiment instead of two.
-    When it is faster, each group is tested on its own as before (returns False)."""
-    cmp, now, clean, text = _blanked_vs_now(hunt, rt, "clean", "HEAD", env)
+    When it is faster, each group is tested on its own as before (returns False).
+
+    On a one-slot server host with the history still to test, the known-good commit (under the
+    same blanked variables) is measured in the same experiment (``three_arms``): the history A/B's
+    first round, for one launch (or two) fewer."""
+    if _history_next(hunt):
+        cmp, now, clean, text = _three_arms(hunt, rt, env)
+    else:
+        cmp, now, clean, text = _blanked_vs_now(hunt, rt, "clean", "HEAD", env)
     if explains(hunt, cmp, clean, now):
         rt.say(hunt, "localize", f"HEAD with the tuning variables blanked is faster ({text}): each group on its own")
         return False
@@ -102,6 +109,33 @@ def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[
     # blanked too, so this clean HEAD is already the history's HEAD (one launch fewer).
     hunt.probe_env = {x.subject: "" for x in env if x.subject}
     return True
+
+
+def _history_next(hunt: Hunt) -> bool:
+    """Is the history A/B still to come, on a one-slot host where each of its launches counts?"""
+    return (
+        hunt.target.slots == 1
+        and not hunt.target.command
+        and hunt.good_candidate is not None
+        and any(h.category == "history" and h.status == "open" for h in hunt.hypotheses)
+    )
+
+
+def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
+    """The clean A/B and the history A/B's first round in one experiment: now (on its server still
+    up from the reproduction: new samples), clean HEAD, the known-good commit and clean HEAD again
+    (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
+    clean while unknown); the good commit's samples wait for the history test, which takes them as
+    its first round only if the variables turn out to change nothing (``hunt.history_round``)."""
+    blank = {x.subject: "" for x in env if x.subject}
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    clean = rt.planned(hunt, "clean", "HEAD", env=blank)
+    good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=blank)  # type: ignore[arg-type]
+    now, clean, good = rt.measure_arms(hunt, [now, clean, good], rt.ab_samples(hunt))
+    cmp, now, clean = ab(hunt, rt, now, clean, "now", "clean", better="b", first=True)
+    if not explains(hunt, cmp, clean, now):
+        hunt.history_round = [good.id, clean.id]
+    return cmp, now, clean, fmt(cmp, now, clean, hunt.target.metric)
 
 
 def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:

@@ -39,10 +39,18 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     """The known-good commit vs HEAD, both under the bisection's environment (``probe_env``)."""
     env = hunt.probe_env or None
-    good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=env)  # type: ignore[arg-type]
-    head = rt.planned(hunt, "HEAD", "HEAD", env=env)
-    cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a")
+    together = [hunt.get(i) for i in hunt.history_round]
+    if together and together[0].env == (env or {}):
+        # Measured in one experiment with the clean A/B (its clean HEAD is this HEAD).
+        good, head = together
+        cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a", first=True)
+    else:
+        good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=env)  # type: ignore[arg-type]
+        head = rt.planned(hunt, "HEAD", "HEAD", env=env)
+        cmp, good, head = ab(hunt, rt, good, head, "good-candidate", "HEAD", better="a")
     text = fmt(cmp, good, head, hunt.target.metric)
+    if together:
+        text += f"; measured with the clean A/B in one experiment ({len(good.groups) + len(head.groups)} launches)"
     if env:
         text += f"; both with {', '.join(sorted(env))} blanked (they change nothing: see the clean A/B)"
     status = "supported" if explains(hunt, cmp, good, head) else "refuted"
