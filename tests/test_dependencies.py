@@ -116,19 +116,50 @@ def test_several_changed_packages_are_tried_old_in_an_overlay_and_halved_to_the_
     assert tree_digest(site) == before
 
 
-def test_without_a_wheelhouse_the_packages_are_named_but_left_untested(several, tmp_path):
+def test_without_a_wheelhouse_or_an_index_that_has_them_the_packages_are_named_but_left_untested(several, tmp_path):
     alert = json.loads((several.root / "alert.json").read_text())
     del alert["alerts"][0]["annotations"]["wheelhouse"]
     path = tmp_path / "alert.json"
     path.write_text(json.dumps(alert))
+    for wheel in (several.host / "wheelhouse").glob("*.whl"):  # the host's own index (pip) lost them too
+        wheel.unlink()
     proc = sleuth_in_process("hunt", "--alert", path, "--db", tmp_path / "r.db", "--json")
     v = json.loads(proc.stdout)
     deps = [h for h in v["hypotheses"] if h["category"] == "dependencies"]
-    assert deps and all(h["status"] == "inconclusive" and "--wheelhouse" in h["reason"] for h in deps)
+    assert deps and all(h["status"] == "inconclusive" for h in deps)
+    assert all("(no --wheelhouse) and pip download failed" in h["reason"] for h in deps), deps[0]["reason"]
     assert v["status"] == "inconclusive" and v["root_cause"] is None
     report = (layout(tmp_path / "r.db").runs / v["run_id"] / "report.md").read_text()
     assert "packages changed since pip's log" in report and "minikernels 0.6.15 -> 0.6.16" in report
-    assert "(untested: the old versions cannot be tried: no wheelhouse" in report
+    assert "(untested: the old versions cannot be tried: no wheel of" in report
+
+
+NO_LOG = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core" / "deps_no_log.toml"
+
+
+def test_with_no_pip_log_and_no_wheelhouse_dist_info_times_name_it_and_pip_fetches_the_release_before(
+    tmp_path, write_spec
+):
+    """A host that kept nothing: the dist-info times say what was installed after the known-good
+    commit was left, and pip (the host's own index: the lab's is a local directory) fetches the
+    release before each into scratch space for the A/B. Nothing is installed."""
+    helper = '[[dependency]]\nid = "helper"\nname = "tqdmish"\ngood = "4.66.0"\nbad = "4.67.1"\n\n'
+    assert helper in NO_LOG.read_text()
+    text = NO_LOG.read_text().replace(helper, "")  # only the kernel package, to keep it short
+    lab = build(load_spec(write_spec(text)), tmp_path / "lab")
+    site = lab.host / "site-packages"
+    before = tree_digest(site)
+    proc = sleuth_in_process("hunt", "--alert", lab.root / "alert.json", "--db", tmp_path / "r.db", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "dependency" and v["root_cause"]["ref"] == "minikernels"
+    summary = v["root_cause"]["summary"]
+    assert "minikernels 0.6.16 installed 2027-06-30 02:00 UTC" in summary and "the dist-info times" in summary
+    # The release before, as the index has it, is what the A/B tried and what the pin names.
+    assert v["proposed_action"]["ref"] == "minikernels==0.6.15"
+    assert "`pip install minikernels==0.6.15`" in v["proposed_action"]["detail"]
+    assert tree_digest(site) == before
+    assert not [p for p in Path("/tmp").glob(f"sleuth-overlay-{v['run_id']}-*")]
 
 
 def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_log(several, tmp_path):
@@ -158,3 +189,19 @@ def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_lo
            for h in second["hypotheses"]]  # fmt: skip
     assert second["root_cause"]["kind"] == "dependency" and second["root_cause"]["ref"] == "minikernels", why
     assert f"the snapshot of run {first['run_id']}" in second["root_cause"]["summary"]
+
+
+def test_dist_info_times_name_what_was_installed_after_the_known_good_time_and_pin_below_it():
+    from tools.packages import installed_since, wheel_version
+
+    times = {"torch": 1_000.0, "flashinfer-python": 3_000.0, "pip": None, "numpy": 2_500.0}
+    versions = {"torch": "2.9.0", "flashinfer-python": "0.6.15", "pip": "24.0", "numpy": "2.1.0"}
+    found = installed_since(times, versions, since=2_000.0)
+    assert [c.name for c in found] == ["flashinfer-python", "numpy"]  # torch is older; pip has no time
+    fi = found[0]
+    assert fi.replaced and fi.old is None and fi.pin == "flashinfer-python<0.6.15"  # until fetched
+    assert fi.model_copy(update={"old": "0.6.14"}).pin == "flashinfer-python==0.6.14"
+    assert "installed 1970-01-01 00:50 UTC over an earlier version" in fi.describe()
+    assert wheel_version("flashinfer_python-0.6.14-cp39-abi3-linux_x86_64.whl", "flashinfer-python") == "0.6.14"
+    assert wheel_version("numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl", "flashinfer-python") is None
+    assert wheel_version("README.txt", "numpy") is None

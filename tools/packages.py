@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import shlex
+import time
 
 from pydantic import BaseModel
 
@@ -53,15 +54,24 @@ class Change(BaseModel):
     """One package whose version differs between the reference and now."""
 
     name: str
-    old: str | None  # None: not installed in the reference (added since)
+    old: str | None  # None: not installed in the reference (added since), or unknown (``replaced``)
     new: str | None  # None: removed since
-    source: str  # "snapshot <run>" or "pip log"
+    source: str  # "snapshot <run>", "pip log" or "dist-info times"
+    # Installed after the known-good time over an earlier version whose number nothing recorded
+    # (a reference from dist-info times): the old version is the release before ``new``, as the
+    # host's package index has it (``pip download``), once the test has fetched it.
+    replaced: bool = False
+    installed_at: float | None = None
 
     @property
     def pin(self) -> str:
-        return f"{self.name}=={self.old}"
+        return f"{self.name}=={self.old}" if self.old else f"{self.name}<{self.new}"
 
     def describe(self) -> str:
+        if self.replaced:
+            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.installed_at)) if self.installed_at else "?"
+            before = f"over {self.old}" if self.old else "over an earlier version"
+            return f"{self.name} {self.new} installed {when} UTC {before}"
         if self.old is None:
             return f"{self.name} {self.new} was added"
         if self.new is None:
@@ -119,6 +129,45 @@ def from_pip_log(text: str, now: dict[str, str]) -> list[Change]:
         if cur.get(name) == new and old != new:
             changes.append(Change(name=name, old=old, new=new, source="pip log"))
     return changes
+
+
+def installed_since(installed_at: dict[str, float | None], versions: dict[str, str], since: float) -> list[Change]:
+    """The packages whose ``dist-info`` was written after ``since`` (a reference when there is no
+    stored snapshot and no pip log): each replaced an earlier version nothing recorded, or was
+    new; which, and from what, the index's previous release says when the test fetches it."""
+    out = []
+    for name in sorted(installed_at):
+        when = installed_at[name]
+        if when is not None and when > since and name in versions:
+            out.append(
+                Change(
+                    name=norm(name),
+                    old=None,
+                    new=versions[name],
+                    source="dist-info times",
+                    replaced=True,
+                    installed_at=when,
+                )
+            )
+    return out
+
+
+# pip, run with the launch's setup before it (so the host's own index configuration applies):
+# the wheels of the given requirements, no dependencies, into a scratch directory.
+DOWNLOAD = "python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q -d"
+
+
+def download_command(setup_prefix: str, dest: str, specs: list[str]) -> str:
+    return f"{setup_prefix}{DOWNLOAD} {shlex.quote(dest)} " + " ".join(shlex.quote(x) for x in specs)
+
+
+def wheel_version(filename: str, name: str) -> str | None:
+    """The version in a wheel's file name when it is a wheel of ``name`` (``name-VERSION-...whl``)."""
+    stem = norm(name).replace("-", "_")
+    parts = filename.split("-")
+    if len(parts) >= 3 and filename.endswith(".whl") and norm(parts[0]).replace("-", "_") == stem:
+        return parts[1]
+    return None
 
 
 def wheel_name(name: str, version: str) -> str:

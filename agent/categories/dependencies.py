@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 from agent import experiments
 from agent.runtime import Runtime
@@ -23,10 +24,13 @@ from tools.packages import (
     OVERLAY_PY,
     Change,
     diff,
+    download_command,
     from_pip_log,
+    installed_since,
     overlay_dir,
     snapshot_command,
     wheel_name,
+    wheel_version,
     with_pythonpath,
 )
 
@@ -43,6 +47,7 @@ def snapshot(hunt: Hunt, rt: Runtime) -> None:
     got = (last_json(res["stdout"]) or {}) if res["exit_code"] == 0 else {}
     hunt.packages = {
         "dists": {k: v["version"] for k, v in got.get("dists", {}).items()},
+        "installed_at": {k: v.get("installed_at") for k, v in got.get("dists", {}).items()},
         "driver": got.get("driver"),
         "python": got.get("python"),
     }
@@ -75,15 +80,53 @@ def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
             return []
         found = from_pip_log(res["stdout"], now)
         hunt.package_reference = f"pip's log {t.pip_log}"
+    elif (good := good_time(hunt, rt)) is not None and hunt.packages.get("installed_at"):
+        since, how = good
+        found = installed_since(hunt.packages["installed_at"], now, since)
+        hunt.package_reference = f"the dist-info times (installed after {_utc(since)}, {how})"
+        rt.say(
+            hunt,
+            "plan",
+            f"dependencies: no earlier good snapshot, no --pip-log: {len(found)} package(s) installed after "
+            f"{_utc(since)} ({how}), the version each replaced unknown until the index's previous release is fetched",
+        )
     else:
         rt.say(
             hunt,
             "plan",
-            "dependencies: no reference (no earlier hunt on this host measured good, no --pip-log): not stated",
+            "dependencies: no reference (no earlier hunt on this host measured good, no --pip-log, no known-good "
+            "time to compare dist-info times with): not stated",
         )
         return []
     hunt.package_changes = [c.model_dump() for c in found]
     return found
+
+
+def good_time(hunt: Hunt, rt: Runtime) -> tuple[float, str] | None:
+    """When the code was last known good here: the reflog entry that moved HEAD off the known-good
+    commit (the alert's good ref, else the last pull, reset, merge, rebase or checkout), else the
+    known-good commit's own date. Packages installed after it are suspects."""
+    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
+    good = rt.resolve(hunt, hunt.target.good_ref) if hunt.target.good_ref else None
+    moves = ("pull", "reset", "merge", "rebase", "checkout")
+    for e in reflog.result["entries"] if reflog.ok else []:
+        if (good is None and e["command"] in moves) or (good is not None and e["old_sha"] == good):
+            return _epoch(e["time"]), f"when HEAD left {e['old_sha'][:10]}: '{e['action']}'"
+    if good is not None:
+        show = rt.tool("git_show_stat", {"ref": good}, hunt=hunt)
+        if show.ok:
+            return _epoch(show.result["commit"]["date"]), f"the known-good commit {good[:10]}'s date"
+    return None
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def suspect(hunt: Hunt, rt: Runtime, add) -> None:
@@ -92,7 +135,7 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
         add(
             CATEGORY,
             f"{c.describe()} on the host (per {hunt.package_reference}) slows it",
-            "A/B: now vs the previous versions from the wheelhouse first on PYTHONPATH, then halving",
+            "A/B: now vs the previous versions (wheelhouse, else pip download) first on PYTHONPATH, then halving",
             c.name,
         )
 
@@ -106,30 +149,62 @@ def overlay(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> tuple[str | Non
     or (None, why not)."""
     t = hunt.target
     pins = [_change(hunt, h.subject) for h in group]
-    added = [c.name for c in pins if c.old is None]
+    added = [c.name for c in pins if c.old is None and not c.replaced]
     if added:
         return None, f"added since the reference: an overlay cannot take {', '.join(added)} away"
-    if not t.wheelhouse:
-        return None, "no wheelhouse with the previous versions (--wheelhouse DIR of wheels on the host)"
-    listing = rt.shell(hunt, f"ls -1 {shlex.quote(t.wheelhouse)}", timeout=30)
-    files = listing["stdout"].split() if listing["exit_code"] == 0 else []
+    files: list[str] = []
+    if t.wheelhouse:
+        listing = rt.shell(hunt, f"ls -1 {shlex.quote(t.wheelhouse)}", timeout=30)
+        files = listing["stdout"].split() if listing["exit_code"] == 0 else []
     wheels, missing = [], []
     for c in pins:
         stem = wheel_name(c.name, c.old or "")
         hit = next((f for f in sorted(files) if f.lower().startswith(stem.lower()) and f.endswith(".whl")), None)
-        if hit is None:
-            missing.append(c.pin)
+        if hit is None or c.old is None:
+            missing.append(c)
         else:
-            wheels.append(f"{t.wheelhouse.rstrip('/')}/{hit}")
-    if missing:
-        return None, f"no wheel of {', '.join(missing)} in {t.wheelhouse}"
+            wheels.append(f"{(t.wheelhouse or '').rstrip('/')}/{hit}")
     dest = overlay_dir(hunt.run_id, [c.pin for c in pins])
     rt.scratch.append(dest)  # removed when the hunt's process is done with the host
+    if missing:
+        got, why = _download(hunt, rt, missing, dest + ".wheels")
+        if got is None:
+            return None, why
+        wheels += got
     cmd = f"{experiments.setup_prefix(hunt)}python3 -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
     res = rt.shell(hunt, cmd + shlex.quote(json.dumps(wheels)), timeout=300)
     if res["exit_code"] != 0:
         return None, f"unpacking the wheels failed: {res['stderr'].strip()[-200:]}"
     return dest, ""
+
+
+def _download(hunt: Hunt, rt: Runtime, missing: list[Change], dest: str) -> tuple[list[str] | None, str]:
+    """The previous versions no wheelhouse holds, fetched by pip with the host's own index
+    configuration (the launch's setup first: its env file, its pip config) into scratch space:
+    ``name==old``, or ``name<new`` where the old version is unknown (the index's previous
+    release, recorded on the change once fetched). (wheel paths, "") or (None, why not)."""
+    where = f"in {hunt.target.wheelhouse}" if hunt.target.wheelhouse else "no --wheelhouse"
+    rt.scratch.append(dest)
+    specs = [c.pin for c in missing]
+    cmd = download_command(experiments.setup_prefix(hunt), dest, specs) + f" && ls -1 {shlex.quote(dest)}"
+    res = rt.shell(hunt, cmd, timeout=600, name="pip_download")
+    if res["exit_code"] != 0:
+        err = (res["stderr"].strip().splitlines() or ["exit " + str(res["exit_code"])])[-1][:200]
+        return None, f"no wheel of {', '.join(specs)} ({where}) and pip download failed: {err}"
+    files = res["stdout"].split()
+    paths = []
+    for c in missing:
+        hit = next((f for f in files if wheel_version(f, c.name)), None)
+        if hit is None:
+            return None, f"pip download of {c.pin} gave no wheel of {c.name}"
+        if c.old is None:  # the release before: now the change knows what it was
+            version = wheel_version(hit, c.name)
+            for entry in hunt.package_changes:
+                if entry["name"] == c.name:
+                    entry["old"] = version
+        paths.append(f"{dest}/{hit}")
+    rt.say(hunt, "test", f"dependencies: fetched {', '.join(p.rsplit('/', 1)[-1] for p in paths)} with pip ({where})")
+    return paths, ""
 
 
 def _measure_old(hunt: Hunt, rt: Runtime, group: list[Hypothesis], label: str) -> Measured | str:

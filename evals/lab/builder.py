@@ -262,12 +262,15 @@ def _kind_of_commit_change(sha: str, c: Commit) -> Change:
     return Change(c.id, "commit", sha, c.subject or "", "; ".join(effects) or None)
 
 
-def install_dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+def install_dist(site: Path, name: str, version: str, files: dict[str, str], when: float | None = None) -> None:
     """``files`` into ``site`` as pip would leave them: the package and its ``dist-info`` (so
-    ``importlib.metadata`` sees name and version)."""
+    ``importlib.metadata`` sees name and version), written at ``when`` (its files' times, which
+    is what a hunt reads as "installed at")."""
     for rel, text in {**files, **_dist_info(name, version, files)}.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_text(text)
+        if when is not None:
+            os.utime(site / rel, (when, when))
 
 
 def write_wheel(wheelhouse: Path, name: str, version: str, files: dict[str, str]) -> Path:
@@ -327,25 +330,36 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
     slowdown: dict[str, float] = {}
     if runtime is not None and runtime.effect is not None:
         slowdown = {SITES[runtime.effect.cost].base_kernel: runtime.effect.added_us(tree.costs)}  # type: ignore[dict-item]
-    install_dist(site, "minitorch", spec.system.runtime_version, runtime_files(spec.system.runtime_version, slowdown))
+    # The host's timeline: everything installed long before the history starts; the changed
+    # packages upgraded by pip at 02:14 the night before the alert fires (pip's log says the same).
+    setup_at = datetime.fromisoformat(spec.start_date).timestamp() - 60 * 86400
+    pip_at = datetime.fromisoformat(spec.start_date) + timedelta(days=29, hours=-7)
+    changed = {d.name for d in spec.dependency}
+    runtime_at = pip_at.timestamp() + 3 if "minitorch" in changed else setup_at
+    install_dist(
+        site,
+        "minitorch",
+        spec.system.runtime_version,
+        runtime_files(spec.system.runtime_version, slowdown),
+        when=runtime_at,
+    )
     for dep in spec.dependency:
         if dep.name != "minitorch":
-            install_dist(site, dep.name, dep.bad, package_files(dep, dep.bad))
+            install_dist(site, dep.name, dep.bad, package_files(dep, dep.bad), when=pip_at.timestamp() + 3)
         files = runtime_files(dep.good, None) if dep.name == "minitorch" else package_files(dep, dep.good)
         write_wheel(wheels, dep.name, dep.good, files)
         if dep.name == "minitorch":  # unpacked too: the old layout, for a PYTHONPATH by hand
             install_dist(wheels / f"minitorch-{dep.good}", "minitorch", dep.good, files)
     if spec.dependency:
         names = " ".join(d.name for d in spec.dependency)
-        log = [f"2026-03-01T02:14:07 pip install -U {names}"]
+        day = pip_at.strftime("%Y-%m-%dT%H:%M")
+        log = [f"{day}:00 pip install -U {names}"]
         for d in spec.dependency:
             log += [
-                f"2026-03-01T02:14:09   Attempting uninstall: {d.name}",
-                f"2026-03-01T02:14:09     Found existing installation: {d.name} {d.good}",
+                f"{day}:02   Attempting uninstall: {d.name}",
+                f"{day}:02     Found existing installation: {d.name} {d.good}",
             ]
-        log.append(
-            "2026-03-01T02:14:10 Successfully installed " + " ".join(f"{d.name}-{d.bad}" for d in spec.dependency)
-        )
+        log.append(f"{day}:03 Successfully installed " + " ".join(f"{d.name}-{d.bad}" for d in spec.dependency))
         (host / "pip.log").write_text("\n".join(log) + "\n")
     site_env = [e for e in spec.env if e.via == "sitecustomize"]
     pythonpath = [str(final_host / "site-packages")]
@@ -373,6 +387,8 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
         f'export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{":".join(pythonpath)}"',
         f'export MINISGLANG_MODELS="{final_host / "models"}"',
     ]
+    if spec.dependency:  # the host's package index: a local mirror (pip download works offline)
+        env_lines += [f'export PIP_FIND_LINKS="{final_host / "wheelhouse"}"', "export PIP_NO_INDEX=1"]
     env_lines += [f"export {e.name}={shlex.quote(e.value)}" for e in spec.env if e.via == "env_file"]
     (host / "env.sh").write_text("\n".join(env_lines) + "\n")
 
@@ -425,8 +441,9 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         # The lab's stack is Python and its operator (us) allows it: launches print their imports.
         "trace_paths": "true",
     }
-    if spec.dependency:  # where the host's operator keeps pip's log and the previous wheels
+    if spec.dependency and a.give_pip_log:  # where the host's operator keeps pip's log
         ann["pip_log"] = str(final_root / "host" / "pip.log")
+    if spec.dependency and a.give_wheelhouse:  # ...and the previous versions' wheels
         ann["wheelhouse"] = str(final_root / "host" / "wheelhouse")
     if spec.launch.good_flags is not None:
         ann["good_launch_command"] = launch_command(spec, final_root / "host", spec.launch.good_flags)

@@ -266,6 +266,12 @@ class Alert(_Strict):
     bad: float = Field(gt=0)
     summary: str | None = None
     give_good_ref: bool = False
+    # What the host's operator hands the hunt for a package change (lab dependencies): pip's log
+    # and the wheelhouse of previous versions. Without both, the hunt falls back on the dist-info
+    # times and fetches the previous release with pip from the host's own index (the lab's is a
+    # local directory: PIP_FIND_LINKS in the host's env file, no network).
+    give_pip_log: bool = True
+    give_wheelhouse: bool = True
     requests: int = Field(default=4, ge=1)
     max_tokens: int = Field(default=64, ge=1)
     # The workload's shape (bench_serving's --max-concurrency, --random-input, --request-rate).
