@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from agent import categories, multiple
+from agent import categories, multiple, residual
 from agent.categories import broken, dependencies, history
 from agent.experiments import record_outcome, set_verdict
 from agent.runtime import Runtime
@@ -214,6 +214,7 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
     ok = hunt.root_kind != "commit" or history.confirm(hunt, rt)  # the others: their own A/B already
     if ok:
         _explained(hunt, rt)
+        residual.go_on(hunt, rt)  # under 80 % recovered: where is the rest?
     return ok
 
 
@@ -227,7 +228,7 @@ def _explained(hunt: Hunt, rt: Runtime) -> None:
     if pct is None:
         return
     hunt.regression["explained_pct"] = pct
-    if pct < 80:
+    if pct < residual.GO_ON_BELOW:
         hunt.root_summary += f"; it recovers {pct:.0f}% of the drop: the rest is not explained"
         rt.say(hunt, "confirm", f"the named cause recovers {pct:.0f}% of the drop; the rest is not explained")
 

@@ -644,14 +644,17 @@ class Runtime:
             return State(label=label, ref=sha, launch=hunt.target.launch, env=hunt.probe_env)
         return State(label=label, ref=sha, launch=with_env(hunt.target.launch, hunt.probe_env))
 
-    def probe_fn(self, hunt: Hunt, seen: dict[str, list[float]]):
+    def probe_fn(self, hunt: Hunt, seen: dict[str, list[float]], twin: Callable[[str], str] | None = None):
         """A bisection probe that counts new states against the hunt's budget; the samples it hands
-        out are collected in ``seen`` (sha -> samples) for the record."""
+        out are collected in ``seen`` (sha -> samples) for the record. ``twin``: the commit to
+        measure in place of the one bisected (that commit with an earlier culprit reverted:
+        ``agent.residual``)."""
         inner = None
         handed: dict[str, int] = {}  # as the measurer's probe hands them: the next n of the state's samples
 
-        def probe(sha: str, n: int) -> list[float]:
+        def probe(bisected: str, n: int) -> list[float]:
             nonlocal inner
+            sha = twin(bisected) if twin is not None else bisected
             state = self.probe_state(hunt, sha)
             self._count_probe(hunt, state)  # BudgetExhausted ends the bisection (not a skip)
             self.say(hunt, "probe", f"bisect probe {sha[:10]} ({n} samples)")
@@ -673,7 +676,7 @@ class Runtime:
                 self.broken_state(hunt, f"bisect {sha[:8]}", exc)
                 raise
             samples = got["samples"] if isinstance(got, dict) else got  # runs recorded before costs: a list
-            seen.setdefault(sha, []).extend(samples)
+            seen.setdefault(bisected, []).extend(samples)
             return samples
 
         return probe

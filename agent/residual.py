@@ -1,0 +1,153 @@
+"""What is left after the named cause: a confirmed commit that recovers clearly less than the drop.
+
+A revert that gives back 55 % of a regression leaves 45 % unexplained, and a proposal that fixes
+half is not the fix. When the confirmed culprit recovers less than ``GO_ON_BELOW`` percent of the
+reproduced drop, the hunt goes on:
+
+1. a fresh A/B of the known-good commit against HEAD with the culprit reverted says where the
+   rest is: if HEAD with the revert measures like the known-good commit, the rest is not in the
+   history (the packages, the driver, the host: said on the verdict as ``regression.residual``);
+2. otherwise a second bisection of the same range, every probe that contains the first culprit
+   probed with it reverted (a ``git_prepare_revert`` on that commit; one that does not revert
+   cleanly is skipped, never blamed), finds the commit the first one hid (a change of the path
+   the first culprit switched away from shows only once it is reverted);
+3. that commit is confirmed by its own fresh A/B (HEAD with the first revert vs HEAD with both),
+   and both are named: ``root_cause.kind`` ``multiple``, each with its share of the drop.
+"""
+
+from __future__ import annotations
+
+from agent import multiple
+from agent.experiments import explains, fmt, fresh_ab, freshness
+from agent.runtime import Runtime
+from agent.state import Hunt
+from tools.bisect import BisectConfig, ProbeError, bisect
+
+GO_ON_BELOW = 80.0
+
+
+def go_on(hunt: Hunt, rt: Runtime) -> None:
+    """After a single commit's confirmation: find the rest of the drop, if it is clearly there."""
+    pct = hunt.regression.get("explained_pct")
+    revert = hunt.confirmation.get("revert_sha")
+    if pct is None or pct >= GO_ON_BELOW or hunt.root_kind != "commit" or not revert or not hunt.good_candidate:
+        return
+    first, conf = hunt.root_ref or "", dict(hunt.confirmation)
+    rt.say(hunt, "localize", f"{first[:10]} recovers {pct:.0f}% of the drop: looking for the rest")
+    n = hunt.budget.samples
+    cmp, good, fixed = fresh_ab(hunt, rt, ("good-candidate", hunt.good_candidate), ("HEAD+revert", revert), n)
+    text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
+    if not explains(hunt, cmp, good, fixed):
+        hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
+        hunt.root_summary += (
+            f"; the rest is not in the history: HEAD with {first[:10]} reverted measures like the known-good "
+            f"commit ({text}): outside the repository (packages, driver, host)"
+        )
+        rt.say(hunt, "localize", f"the rest is not in the history ({text})")
+        return
+    rt.say(hunt, "localize", f"the rest is in the history too ({text}): bisecting again with {first[:10]} reverted")
+    second = _bisect_without(hunt, rt, first)
+    if second is None:
+        hunt.regression["residual"] = {"in_history": True, "text": text, "evidence": [good.id, fixed.id]}
+        hunt.root_summary += f"; the rest is in the history ({text}) but a second bisection named no commit"
+        return
+    plan = rt.tool("git_prepare_revert", {"culprit": second, "base": revert}, hunt=hunt)
+    if not plan.ok or plan.result["conflict"]:
+        hunt.root_summary += f"; the rest points at {second[:10]}, which does not revert cleanly after {first[:10]}"
+        return
+    both = plan.result["revert_sha"]
+    cmp2, one, two = fresh_ab(hunt, rt, ("HEAD+revert", revert), ("HEAD+2 reverts", both), n)
+    text2 = fmt(cmp2, one, two, hunt.target.metric) + freshness(one, two)
+    if not explains(hunt, cmp2, two, one):
+        rt.say(hunt, "confirm", f"{second[:10]} not confirmed ({text2}): the rest stays unexplained")
+        hunt.root_summary += f"; the rest: {second[:10]} was not confirmed ({text2})"
+        return
+    rt.say(hunt, "confirm", f"confirmed the second: {text2}")
+    subject = _subject(hunt, rt, second)
+    good_value, now = hunt.target.good_value, hunt.get(hunt.reproduced) if hunt.reproduced else None
+    drop = abs((good_value or 0) - now.median) if now is not None else 0
+    causes = [
+        {**_cause(hunt.root_summary.split(";")[0], first, conf), "share_pct": pct},
+        {
+            **_cause(
+                f'{second[:10]} "{subject}"',
+                second,
+                {"ok": True, "text": text2, "evidence": [one.id, two.id], "revert_sha": both, "plan": plan.result},
+            ),
+            "share_pct": round(abs(two.median - one.median) / drop * 100, 1) if drop else None,
+        },
+    ]
+    hunt.root_causes = causes
+    hunt.culprits = [first, second]
+    multiple._settle(hunt, rt)
+    hunt.confirmation = conf
+
+
+def _cause(summary: str, sha: str, confirmation: dict) -> dict:
+    return {
+        "category": "history",
+        "kind": "commit",
+        "ref": sha,
+        "summary": summary,
+        "culprits": [sha],
+        "confirmation": confirmation,
+    }
+
+
+def _subject(hunt: Hunt, rt: Runtime, sha: str) -> str:
+    show = rt.tool("git_show_stat", {"ref": sha}, hunt=hunt)
+    return show.result["commit"]["subject"] if show.ok else ""
+
+
+def contains(parents: dict[str, list[str]], sha: str, ancestor: str) -> bool:
+    """Is ``ancestor`` ``sha`` or one of its ancestors within the range (``parents``: the range's
+    commits and their parents, as ``git rev-list --parents`` gives them)?"""
+    seen, todo = set(), [sha]
+    while todo:
+        c = todo.pop()
+        if c == ancestor:
+            return True
+        if c in seen or c not in parents:
+            continue
+        seen.add(c)
+        todo.extend(parents[c])
+    return False
+
+
+def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
+    """Bisect the range again, each probe that contains ``first`` measured with it reverted."""
+    good, head = hunt.good_candidate or "", rt.resolve(hunt, "HEAD")
+    parents = rt.rev_list(hunt, good, head)
+    twins: dict[str, str] = {}
+
+    def twin(sha: str) -> str:
+        if not contains(parents, sha, first):
+            return sha
+        if sha not in twins:
+            plan = rt.tool("git_prepare_revert", {"culprit": first, "base": sha}, hunt=hunt)
+            if not plan.ok or plan.result["conflict"]:
+                raise ProbeError(f"{first[:10]} does not revert cleanly on {sha[:10]}")
+            twins[sha] = plan.result["revert_sha"]
+        return twins[sha]
+
+    seen: dict[str, list[float]] = {}
+    res = bisect(
+        parents,
+        good,
+        head,
+        rt.probe_fn(hunt, seen, twin=twin),
+        BisectConfig(
+            higher_is_better=hunt.target.higher_is_better,
+            no_ops=[p["sha"] for p in hunt.pruned] + [first],
+        ),
+    )
+    for sha, got in seen.items():
+        rt.record_samples(hunt, f"bisect-{first[:8]}-reverted {sha[:8]}", twin(sha), got)
+    found = [c.sha for c in res.culprits if c.sha != first]
+    rt.say(
+        hunt,
+        "localize",
+        f"second bisection ({first[:10]} reverted in every probe that holds it): "
+        + (", ".join(f[:10] for f in found) if found else "no further step"),
+    )
+    return found[0] if found else None
