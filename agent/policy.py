@@ -27,6 +27,7 @@ from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
 from tools.bisect import ProbeError
 from tools.measure import BrokenState
+from tools.packages import Change
 
 
 # -- phases ----------------------------------------------------------------------------------
@@ -195,7 +196,7 @@ def _packages_said(hunt: Hunt) -> str:
     matter), or that nothing could be compared."""
     untested = [h for h in hunt.hypotheses if h.category == "dependencies" and h.status == "inconclusive"]
     if hunt.package_changes:
-        named = ", ".join(f"{c['name']} {c['old']} -> {c['new']}" for c in hunt.package_changes[:6])
+        named = ", ".join(Change.model_validate(c).describe() for c in hunt.package_changes[:6])
         why = f" (untested: {untested[0].reason})" if untested else ""
         return f"; packages changed since {hunt.package_reference}: {named}{why}"
     if hunt.package_reference:

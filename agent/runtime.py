@@ -343,6 +343,19 @@ class Runtime:
 
         return self.observe(hunt, "server_args", {"label": label}, live)
 
+    def logged_versions(self, hunt: Hunt, label: str) -> dict[str, str]:
+        """The versions of its stack (NCCL, CUDA, the framework) the server logged at its first
+        launch of the state measured under ``label`` (``tools.serverlog``)."""
+
+        def live() -> dict[str, str]:
+            for log in sorted((self.run_dir / "logs").glob(f"{label}-*.log")):
+                found = read_log(log).versions
+                if found:
+                    return found
+            return {}
+
+        return self.observe(hunt, "server_versions", {"label": label}, live)
+
     def code_paths(self, hunt: Hunt, good: str, head: str) -> dict:
         """Which commits of good..head touch a file the workload executes (``tools.codepath``):
         ``{"traced": bool, "why": str, "commits": [CommitPath...]}``. A launch traced earlier in

@@ -184,11 +184,32 @@ def test_an_earlier_good_hunts_snapshot_is_the_reference_when_there_is_no_pip_lo
     assert first["root_cause"]["kind"] == "none", first["root_cause"]  # good before the upgrade
     os.rename(site, tmp_path / "old-site")
     os.rename(saved, site)
+    # The host's NCCL (no pip package: only the server's log shows it) was upgraded the same night.
+    profile = site / "minitorch" / "_profile.json"
+    profile.write_text(profile.read_text().replace('"nccl_version": "2.21.5"', '"nccl_version": "2.23.4"'))
     second = json.loads(sleuth_in_process("hunt", "--alert", path, "--db", db, "--json").stdout)
     why = [(h["category"], h["subject"] if "subject" in h else h["statement"][:40], h["status"], h["reason"][:200])
            for h in second["hypotheses"]]  # fmt: skip
     assert second["root_cause"]["kind"] == "dependency" and second["root_cause"]["ref"] == "minikernels", why
     assert f"the snapshot of run {first['run_id']}" in second["root_cause"]["summary"]
+    shown = json.loads(sleuth_in_process("show", second["run_id"], "--db", db, "--json").stdout)
+    said = [e["text"] for e in shown["events"] if e["kind"] == "note"]
+    logged = "dependencies: nccl 2.21.5 -> 2.23.4 (in the server's log) since the snapshot of run"
+    assert any(t.startswith(logged) and "not a pip package, not tested" in t for t in said), said[:20]
+    assert not any(h["statement"].startswith(("log:", "nccl")) for h in second["hypotheses"])  # no overlay for it
+
+
+def test_the_server_log_names_the_versions_of_its_stack():
+    from tools.serverlog import parse_log
+
+    log = parse_log(
+        "[2026-01-12 09:00:01] minitorch 2.9.0, attention_backend=triton\n"
+        "node-1:4242:4242 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "INFO 01-12 09:00:02 pynccl.py:69] vLLM is using nccl==2.23.4\n"
+        "INFO 01-12 09:00:03 api_server.py:527] vLLM API server version 0.6.3.post1\n"
+    )
+    # The first line of each wins (the start's); NCCL's own line before vLLM's.
+    assert log.versions == {"minitorch": "2.9.0", "nccl": "2.21.5", "cuda": "12.4", "vllm": "0.6.3.post1"}
 
 
 def test_dist_info_times_name_what_was_installed_after_the_known_good_time_and_pin_below_it():

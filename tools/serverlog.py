@@ -16,6 +16,15 @@ _KV = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()]+)")
 _THROUGHPUT = re.compile(r"gen throughput \(token/s\): ([0-9.]+)")
 _VERIFY = re.compile(r"verify time: ([0-9.]+) ms")
 _ACCEPT = re.compile(r"accept len: ([0-9.]+)")
+# Versions servers and their libraries print at start: NCCL's own line (NCCL_DEBUG=INFO), vLLM's
+# "using nccl==", a framework's "torch 2.9.0" / "vLLM API server version 0.6.3" / "sglang version".
+_NCCL = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?")
+_USING = re.compile(r"\busing (nccl|cuda|cudnn)==(\d+\.\d+(?:\.\d+)?)", re.I)
+_NAMED = re.compile(
+    r"\b(minitorch|torch|flashinfer|sglang|sgl[-_]kernel|triton|vllm|xformers)"
+    r"(?: (?:API server )?version:?|==|:)? v?(\d+\.\d+(?:\.\d+)?(?:[.+-]?\w+)*)(?=[\s,;)]|$)",
+    re.I,
+)
 
 
 class ServerLog(BaseModel):
@@ -25,6 +34,7 @@ class ServerLog(BaseModel):
     accept_len: list[float] = []
     ready: bool = False
     errors: list[str] = []
+    versions: dict[str, str] = {}  # what the server logged of its stack: {"nccl": "2.21.5", ...}
 
 
 def parse_log(text: str) -> ServerLog:
@@ -38,11 +48,24 @@ def parse_log(text: str) -> ServerLog:
             log.verify_ms.append(float(m.group(1)))
         if m := _ACCEPT.search(line):
             log.accept_len.append(float(m.group(1)))
+        _versions(line, log.versions)
         if "ready to roll" in line:
             log.ready = True
         if "Traceback (most recent call last)" in line or re.search(r"\b(Error|Exception):", line):
             log.errors.append(line.strip())
     return log
+
+
+def _versions(line: str, into: dict[str, str]) -> None:
+    """The component versions one log line names (the first seen of each wins: the start's)."""
+    if m := _NCCL.search(line):
+        into.setdefault("nccl", m.group(1))
+        if m.group(2):
+            into.setdefault("cuda", m.group(2))
+    for m in _USING.finditer(line):
+        into.setdefault(m.group(1).lower(), m.group(2))
+    for m in _NAMED.finditer(line):
+        into.setdefault(m.group(1).lower().replace("_", "-"), m.group(2))
 
 
 def read_log(path: str | Path, offset: int = 0) -> ServerLog:

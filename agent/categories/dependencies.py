@@ -27,6 +27,7 @@ from tools.packages import (
     download_command,
     from_pip_log,
     installed_since,
+    norm,
     overlay_dir,
     snapshot_command,
     wheel_name,
@@ -50,11 +51,40 @@ def snapshot(hunt: Hunt, rt: Runtime) -> None:
         "installed_at": {k: v.get("installed_at") for k, v in got.get("dists", {}).items()},
         "driver": got.get("driver"),
         "python": got.get("python"),
+        "logged": {} if hunt.target.command else rt.logged_versions(hunt, "now"),
     }
+    _logged_vs_installed(hunt, rt)
     if rt.store is not None and rt.cassette is None and hunt.packages["dists"]:  # a replay records nothing new
         rt.store.put_packages(
-            hunt.run_id, hunt.target.repo, hunt.target.host, hunt.packages["dists"], good=hunt.root_kind == "none"
+            hunt.run_id, hunt.target.repo, hunt.target.host, _stored(hunt.packages), good=hunt.root_kind == "none"
         )
+
+
+LOGGED = "log:"  # the stored name of a version the server logged (NCCL, CUDA): not a pip package
+
+
+def _stored(packages: dict) -> dict[str, str]:
+    """What a snapshot stores: the distributions, and what the server logged under ``log:NAME``
+    (a later hunt diffs both: NCCL from a system package changes too, and pip never sees it); a
+    logged version of an installed distribution is that distribution's."""
+    dists = packages["dists"]
+    installed = {norm(k) for k in dists}
+    logged = {LOGGED + k: v for k, v in (packages.get("logged") or {}).items() if norm(k) not in installed}
+    return {**dists, **logged}
+
+
+def _logged_vs_installed(hunt: Hunt, rt: Runtime) -> None:
+    """A server that logs another version of a package than the launch's Python has installed
+    loads it from elsewhere (a vendored copy, LD_LIBRARY_PATH): say so, it is what runs."""
+    dists = {norm(k): v for k, v in hunt.packages["dists"].items()}
+    odd = [
+        f"{name} {v} (installed: {dists[norm(name)]})"
+        for name, v in hunt.packages["logged"].items()
+        if norm(name) in dists and dists[norm(name)] != v
+    ]
+    if odd:
+        said = "; ".join(odd)
+        rt.say(hunt, "plan", f"dependencies: the server logs other versions than the launch's Python has: {said}")
 
 
 def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
@@ -71,7 +101,7 @@ def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
 
     ref = rt.observe(hunt, "package_reference", {"repo": t.repo, "host": t.host}, live)
     if ref:
-        found = diff(ref["dists"], now, f"snapshot of run {ref['run']}")
+        found = diff(ref["dists"], _stored(hunt.packages), f"snapshot of run {ref['run']}")
         hunt.package_reference = f"the snapshot of run {ref['run']} (measured good)"
     elif t.pip_log:
         res = rt.shell(hunt, f"cat {shlex.quote(t.pip_log)}", timeout=30)
@@ -130,8 +160,17 @@ def _utc(ts: float) -> str:
 
 
 def suspect(hunt: Hunt, rt: Runtime, add) -> None:
-    """One hypothesis per changed package, all tested by one A/B first."""
-    for c in changes(hunt, rt):
+    """One hypothesis per changed package, all tested by one A/B first. A component only the
+    server's log shows (NCCL, CUDA) has no wheel an overlay could roll back: it is said, and named
+    in the summary if nothing else explains the drop."""
+    found = changes(hunt, rt)
+    logged = [c for c in found if c.name.startswith(LOGGED)]
+    if logged:
+        said = ", ".join(c.describe() for c in logged)
+        rt.say(hunt, "plan", f"dependencies: {said} since {hunt.package_reference}: not a pip package, not tested")
+    for c in found:
+        if c.name.startswith(LOGGED):
+            continue
         add(
             CATEGORY,
             f"{c.describe()} on the host (per {hunt.package_reference}) slows it",

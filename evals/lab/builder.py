@@ -188,6 +188,7 @@ class _Tree:
                 )
         return {
             "version": version,
+            "nccl_version": self.spec.system.nccl_version,
             "kernels": kernels,
             "env_effects": env_effects,
             "time_scale": self.spec.time_scale,

@@ -226,6 +226,9 @@ class System(_Strict):
     launch_cv: float = Field(default=0.01, ge=0, le=0.5)
     speculative: Speculative = Speculative()
     runtime_version: str = Field(default="2.9.0", pattern=r"^\d+\.\d+\.\d+$")
+    # The host's NCCL (a system library, not a pip package): minitorch logs it when a server takes
+    # its GPUs, as vLLM logs "using nccl==2.21.5"; only the server's log shows it.
+    nccl_version: str = Field(default="2.21.5", pattern=r"^\d+\.\d+\.\d+$")
     # Simulated seconds from launch to healthy (weights, then CUDA-graph capture): by default about
     # ten benchmark samples of the seed's workload, the ratio of a real node (minutes vs seconds).
     launch_s: float = Field(default=50.0, ge=0, le=36_000)

@@ -20,6 +20,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -233,8 +234,11 @@ class _Cuda:
     _claim = _GpuClaim()
 
     def reserve(self, count: int, mem_fraction: float) -> list[int]:
-        """Take ``count`` GPUs for this process (RuntimeError when they are occupied)."""
-        return self._claim.reserve(count, mem_fraction)
+        """Take ``count`` GPUs for this process (RuntimeError when they are occupied); says which
+        NCCL it runs on, as a real stack's start-up log does (the host's, not a pip package)."""
+        gpus = self._claim.reserve(count, mem_fraction)
+        print(f"minitorch is using nccl=={_PROFILE.get('nccl_version', '2.21.5')}", file=sys.stderr, flush=True)
+        return gpus
 
     def device(self) -> Device:
         with self._init_lock:
