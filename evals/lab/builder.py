@@ -362,6 +362,11 @@ def _write_host(spec: Scenario, tree: _Tree, host: Path, final_host: Path) -> No
             ]
         log.append(f"{day}:03 Successfully installed " + " ".join(f"{d.name}-{d.bad}" for d in spec.dependency))
         (host / "pip.log").write_text("\n".join(log) + "\n")
+    else:
+        # The operator's pip log records nothing since the host was set up. Without it a hunt would
+        # read the dist-info times against the lab's made-up dates, and every package this machine's
+        # own Python installed (after those dates, in real time) would look newly installed.
+        (host / "pip.log").write_text("# pip's log on the lab host: nothing installed since it was set up\n")
     site_env = [e for e in spec.env if e.via == "sitecustomize"]
     pythonpath = [str(final_host / "site-packages")]
     if site_env:
@@ -442,7 +447,7 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         # The lab's stack is Python and its operator (us) allows it: launches print their imports.
         "trace_paths": "true",
     }
-    if spec.dependency and a.give_pip_log:  # where the host's operator keeps pip's log
+    if a.give_pip_log:  # where the host's operator keeps pip's log
         ann["pip_log"] = str(final_root / "host" / "pip.log")
     if spec.dependency and a.give_wheelhouse:  # ...and the previous versions' wheels
         ann["wheelhouse"] = str(final_root / "host" / "wheelhouse")
