@@ -103,13 +103,22 @@ def eval_cmd(
                 _bad(f"PATH: {exc}")
             if not specs:
                 _bad(f"PATH: no .toml specs in {' '.join(paths or [])}")
+        from pydantic import ValidationError
+
         from evals.lab.spec import SpecError, load_spec
+        from evals.realworld import is_real, load_case
 
         for spec in specs:
             try:
-                load_spec(spec)
+                if is_real(spec.read_text()):  # a public project's regression (evals.realworld)
+                    load_case(spec)
+                else:
+                    load_spec(spec)
             except SpecError as exc:
                 _bad(str(exc))
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                _bad(f"{spec}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
         total = len(specs) * repeats
         with progress(transient=False, disable=json_out) as bar:
             task = bar.add_task(f"eval ({policy})", total=total)

@@ -51,6 +51,7 @@ def run_job(job: Job) -> dict:
     from evals.fingerprint import fingerprint
     from evals.lab.builder import build
     from evals.lab.spec import load_spec
+    from evals.realworld import build_case, is_real
 
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="sleuth-eval-"))
@@ -59,7 +60,13 @@ def run_job(job: Job) -> dict:
         spec_text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
         spec_file = work / Path(job.spec).name
         spec_file.write_text(spec_text)
-        res = build(load_spec(spec_file), work / "scenario")
+        if is_real(spec_text):  # a public project's own history (evals.realworld), not a lab build
+            res = build_case(spec_file, work / "case", spec_text, case_dir=Path(job.spec).parent)
+            target, scenario, spec = res.target, None, None
+        else:
+            res = build(load_spec(spec_file), work / "scenario")
+            target = target_from_alert(res.root / "alert.json", str(res.repo))
+            scenario, spec = str(res.root), spec_text
         out["scenario"], out["truth"] = res.truth["scenario"], res.truth
         out["candidates"] = _candidates(res.repo, res.truth, spec_text)
         before = fingerprint(res.repo)
@@ -70,11 +77,11 @@ def run_job(job: Job) -> dict:
             policy=job.policy,
             model=job.model,
             llm=job.llm,
-            target=target_from_alert(res.root / "alert.json", str(res.repo)),
+            target=target,
             budget=Budget(max_probes=job.max_probes, max_wall_s=job.max_wall_s),
         )
         try:
-            result = hunter.start(hunt, scenario=str(res.root), spec=spec_text)
+            result = hunter.start(hunt, scenario=scenario, spec=spec)
         finally:
             hunter.close()
         out["repo_intact"] = fingerprint(res.repo) == before

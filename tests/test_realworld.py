@@ -1,0 +1,72 @@
+"""Real regressions from public repositories, run offline from committed git bundles and scored by
+``sleuth eval`` like lab scenarios (``evals.realworld``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from evals.realworld import build_case, load_case
+from tests.conftest import sleuth_in_process
+
+REAL = Path(__file__).resolve().parents[1] / "evals" / "suites" / "real"
+LIZARD = REAL / "lizard_jsx_regex" / "case.toml"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def is_ancestor(repo: Path, a: str, b: str) -> bool:
+    return subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", a, b]).returncode == 0
+
+
+def test_every_case_names_its_report_fix_licence_and_full_shas_and_its_bundle_holds_them(tmp_path):
+    cases = sorted(REAL.glob("*/case.toml"))
+    assert cases
+    for spec in cases:
+        case = load_case(spec)
+        assert (spec.parent / case.licence).is_file() and (spec.parent / "SOURCE.md").is_file()
+        built = build_case(spec, tmp_path / case.name)
+        assert git(built.repo, "rev-parse", "HEAD") == case.bad
+        assert git(built.repo, "status", "--porcelain") == ""  # a clean checkout of the bad commit
+        # The culprit lies between the known-good and the bad commit.
+        assert (
+            subprocess.run(
+                ["git", "-C", str(built.repo), "merge-base", "--is-ancestor", case.good, case.culprit]
+            ).returncode
+            == 0
+        )
+        assert (
+            subprocess.run(
+                ["git", "-C", str(built.repo), "merge-base", "--is-ancestor", case.culprit, case.bad]
+            ).returncode
+            == 0
+        )
+        assert built.truth["root_causes"] == [{"kind": "commit", "ref": case.culprit}]
+
+
+def test_the_lizard_culprit_came_in_through_a_merged_side_branch(tmp_path):
+    case = load_case(LIZARD)
+    repo = build_case(LIZARD, tmp_path / "c").repo
+    mainline = git(repo, "rev-list", "--first-parent", f"{case.good}..{case.bad}").split()
+    assert case.culprit not in mainline and case.culprit in git(repo, "rev-list", f"{case.good}..{case.bad}").split()
+
+
+def test_sleuth_eval_names_the_real_culprit_offline(tmp_path):
+    db = tmp_path / "runs.db"
+    proc = sleuth_in_process("eval", str(LIZARD), "--json", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    row = json.loads(proc.stdout)["rows"][0]
+    assert row["exact"] and row["named"] == [load_case(LIZARD).culprit], row
+    assert row["repo_intact"]
+
+
+def test_a_case_with_a_short_sha_is_bad_input_naming_the_field(tmp_path):
+    text = LIZARD.read_text().replace('culprit = "b7453df0a81a6bf3063bf6ebc462efaac65ece77"', 'culprit = "b7453df"')
+    spec = tmp_path / "case.toml"
+    spec.write_text(text)
+    proc = sleuth_in_process("eval", str(spec), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {spec}: culprit:")
