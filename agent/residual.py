@@ -19,15 +19,26 @@ from __future__ import annotations
 
 from agent import multiple
 from agent.experiments import explains, fmt, fresh_ab, freshness
-from agent.runtime import Runtime
+from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
-from tools.bisect import BisectConfig, ProbeError, bisect
+from tools.bisect import BisectConfig, BisectError, ProbeError, bisect
+from tools.measure import Deadline
 
 GO_ON_BELOW = 80.0
 
 
 def go_on(hunt: Hunt, rt: Runtime) -> None:
-    """After a single commit's confirmation: find the rest of the drop, if it is clearly there."""
+    """After a single commit's confirmation: find the rest of the drop, if it is clearly there.
+    A budget (probes or wall time) that runs out meanwhile, or a search that cannot run, ends the
+    search, not the hunt: the confirmed culprit stands, and the summary says where it stopped."""
+    try:
+        _go_on(hunt, rt)
+    except (BudgetExhausted, Deadline, BisectError, ProbeError) as exc:
+        rt.say(hunt, "localize", f"the search for the rest stopped: {str(exc).splitlines()[0]}")
+        hunt.root_summary += f"; the search for the rest of the drop stopped: {str(exc).splitlines()[0]}"
+
+
+def _go_on(hunt: Hunt, rt: Runtime) -> None:
     pct = hunt.regression.get("explained_pct")
     revert = hunt.confirmation.get("revert_sha")
     if pct is None or pct >= GO_ON_BELOW or hunt.root_kind != "commit" or not revert or not hunt.good_candidate:

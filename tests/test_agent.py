@@ -623,3 +623,13 @@ def test_the_rest_of_a_drop_that_the_history_does_not_hold_is_said_to_be_outside
     assert v["regression"]["residual"]["in_history"] is False
     assert "the rest is not in the history" in v["root_cause"]["summary"]
     assert "outside the repository" in v["root_cause"]["summary"]
+
+
+def test_a_budget_that_runs_out_while_looking_for_the_rest_keeps_the_confirmed_culprit(tmp_path):
+    repo, first, _hidden = _masked_repo(tmp_path)
+    bench = "python3 -c 'import random, lib; print(lib.cost() * random.gauss(1, 0.01))'"
+    args = ["--repo", str(repo), "--good", "HEAD~10", "--bench", bench, "--lower-is-better", "--good-value", "1.0"]
+    v = json.loads(sleuth("hunt", *args, "--max-probes", "4", "--db", str(tmp_path / "r.db"), "--json").stdout)
+    assert v["status"] == "awaiting_approval" and v["root_cause"]["ref"] == first  # the search ended, not the hunt
+    assert "the search for the rest of the drop stopped: probe budget of 4 exhausted" in v["root_cause"]["summary"]
+    assert v["proposed_action"]["kind"] == "revert"
