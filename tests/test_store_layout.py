@@ -45,9 +45,9 @@ def test_two_hunts_with_two_stores_in_one_folder_share_no_side_file(tmp_path, wr
     res = build(load_spec(write_spec(MINIMAL_SPEC)), tmp_path / "scenario")
     store = tmp_path / "stores"
     ids = {}
-    for name in ("a", "b"):
+    for name in ("a", "b"):  # a one-probe budget: the hunt stops early, every side file written
         proc = sleuth_in_process(
-            "hunt", "--alert", res.root / "alert.json", "--db", store / f"{name}.db", "--json", "--max-probes", "3"
+            "hunt", "--alert", res.root / "alert.json", "--db", store / f"{name}.db", "--json", "--max-probes", "1"
         )
         ids[name] = json.loads(proc.stdout)["run_id"]
     listing = sorted(p.name for p in store.iterdir())
