@@ -18,10 +18,11 @@ reproduced drop, the hunt goes on:
 from __future__ import annotations
 
 from agent import multiple
+from agent.categories.history import subject_of
 from agent.experiments import explains, fmt, fresh_ab, freshness
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
-from tools.bisect import BisectConfig, BisectError, ProbeError, bisect
+from tools.bisect import BisectConfig, BisectError, CommitGraph, ProbeError, bisect
 from tools.measure import Deadline
 
 GO_ON_BELOW = 80.0
@@ -74,7 +75,7 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
         hunt.root_summary += f"; the rest: {second[:10]} was not confirmed ({text2})"
         return
     rt.say(hunt, "confirm", f"confirmed the second: {text2}")
-    subject = _subject(hunt, rt, second)
+    subject = subject_of(hunt, rt, second)
     good_value, now = hunt.target.good_value, hunt.get(hunt.reproduced) if hunt.reproduced else None
     drop = abs((good_value or 0) - now.median) if now is not None else 0
     causes = [
@@ -105,34 +106,15 @@ def _cause(summary: str, sha: str, confirmation: dict) -> dict:
     }
 
 
-def _subject(hunt: Hunt, rt: Runtime, sha: str) -> str:
-    show = rt.tool("git_show_stat", {"ref": sha}, hunt=hunt)
-    return show.result["commit"]["subject"] if show.ok else ""
-
-
-def contains(parents: dict[str, list[str]], sha: str, ancestor: str) -> bool:
-    """Is ``ancestor`` ``sha`` or one of its ancestors within the range (``parents``: the range's
-    commits and their parents, as ``git rev-list --parents`` gives them)?"""
-    seen, todo = set(), [sha]
-    while todo:
-        c = todo.pop()
-        if c == ancestor:
-            return True
-        if c in seen or c not in parents:
-            continue
-        seen.add(c)
-        todo.extend(parents[c])
-    return False
-
-
 def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
     """Bisect the range again, each probe that contains ``first`` measured with it reverted."""
     good, head = hunt.good_candidate or "", rt.resolve(hunt, "HEAD")
     parents = rt.rev_list(hunt, good, head)
+    graph = CommitGraph(parents)
     twins: dict[str, str] = {}
 
     def twin(sha: str) -> str:
-        if not contains(parents, sha, first):
+        if not graph.holds(sha, first):
             return sha
         if sha not in twins:
             plan = rt.tool("git_prepare_revert", {"culprit": first, "base": sha}, hunt=hunt)

@@ -333,28 +333,20 @@ class Runtime:
 
     def server_args(self, hunt: Hunt, label: str) -> dict[str, str]:
         """The server args logged by the first launch of the state measured under ``label``."""
-
-        def live() -> dict[str, str]:
-            for log in sorted((self.run_dir / "logs").glob(f"{label}-*.log")):
-                args = read_log(log).server_args
-                if args:
-                    return args
-            return {}
-
-        return self.observe(hunt, "server_args", {"label": label}, live)
+        return self.observe(hunt, "server_args", {"label": label}, lambda: self._logged(label, "server_args"))
 
     def logged_versions(self, hunt: Hunt, label: str) -> dict[str, str]:
         """The versions of its stack (NCCL, CUDA, the framework) the server logged at its first
         launch of the state measured under ``label`` (``tools.serverlog``)."""
+        return self.observe(hunt, "server_versions", {"label": label}, lambda: self._logged(label, "versions"))
 
-        def live() -> dict[str, str]:
-            for log in sorted((self.run_dir / "logs").glob(f"{label}-*.log")):
-                found = read_log(log).versions
-                if found:
-                    return found
-            return {}
-
-        return self.observe(hunt, "server_versions", {"label": label}, live)
+    def _logged(self, label: str, field: str) -> dict[str, str]:
+        """``field`` of the first log of ``label``'s launches that has it (``ServerLog``), else {}."""
+        for log in sorted((self.run_dir / "logs").glob(f"{label}-*.log")):
+            found = getattr(read_log(log), field)
+            if found:
+                return found
+        return {}
 
     def code_paths(self, hunt: Hunt, good: str, head: str) -> dict:
         """Which commits of good..head touch a file the workload executes (``tools.codepath``):

@@ -15,7 +15,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.conftest import git_in, sleuth_exe, sleuth_in_process
 from tests.test_git_tools import fingerprint
 from transcripts.store import layout
 
@@ -566,8 +566,7 @@ def _masked_repo(tmp_path: Path, hidden: bool = True) -> tuple[Path, str, str]:
     the drop (1.0 -> 1.6 s; HEAD with A reverted: 1.35 s)."""
     repo = tmp_path / "masked"
     repo.mkdir()
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-    git = lambda *a: subprocess.run(["git", "-C", str(repo), *ident, *a], check=True, capture_output=True)  # noqa: E731
+    git = git_in(repo)
     git("init", "-q")
     (repo / "mode.py").write_text('MODE = "fast"\n')
     (repo / "fast.py").write_text("COST = 1.0\n")
@@ -586,9 +585,7 @@ def _masked_repo(tmp_path: Path, hidden: bool = True) -> tuple[Path, str, str]:
             (repo / f"note{i}.md").write_text(f"note {i}\n")
         git("add", ".")
         git("commit", "-qm", {3: "Use the safe path", 7: "Simplify the fast path"}.get(i, f"docs {i}"))
-        shas[i] = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        shas[i] = git("rev-parse", "HEAD")
     return repo, shas[3], shas[7]
 
 

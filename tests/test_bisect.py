@@ -169,3 +169,14 @@ def test_a_level_halfway_between_the_references_is_never_called_good_by_the_like
     assert verdict != "good"
     near_good = [88.1, 86.9, 89.5, 87.2, 88.8]
     assert _classify(good, bad, near_good, BisectConfig(), at_cap=False)[0] == "good"
+
+
+def test_the_commit_graph_says_which_commits_of_the_range_hold_an_ancestor_merges_included():
+    from tools.bisect import CommitGraph
+
+    # good - a - b - m (merge of b and s); s is a side-branch commit off a; rev-list order, newest first
+    parents = {"m": ["b", "s"], "s": ["a"], "b": ["a"], "a": ["good"]}
+    g = CommitGraph(parents)
+    assert g.holds("m", "s") and g.holds("m", "a") and g.holds("s", "s")
+    assert not g.holds("b", "s") and not g.holds("a", "b")
+    assert not g.holds("good", "a") and not g.holds("m", "good")  # outside the range: never held

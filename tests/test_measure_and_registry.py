@@ -71,6 +71,27 @@ def servers_up(m: Measurer) -> int:
     return len(list(m.pid_dir.glob("*.json"))) if m.pid_dir.is_dir() else 0
 
 
+def most_servers_during(m: Measurer, work):
+    """(``work()``'s result, the most servers the measurer had up at once while it ran), watched
+    from the measurer's own registry every 10 ms."""
+    import threading
+
+    most, stop = [0], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], servers_up(m))
+            stop.wait(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        return work(), most[0]
+    finally:
+        stop.set()
+        watcher.join()
+
+
 def test_a_state_is_measured_once_and_topped_up_on_its_warm_server(lab):
     scen, ann, workload, m = lab
     state = State(label="good", ref=scen.good_sha, launch=ann["launch_command"])
@@ -127,30 +148,17 @@ def test_a_second_server_on_a_full_host_fails_at_start_as_a_real_one_does(lab):
 
 
 def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlaps(lab):
-    import threading
-
     scen, ann, workload, m = lab
     m.close()
     own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 20}))  # nothing cached for it
     a = State(label="A-good", ref=scen.good_sha, launch=ann["launch_command"])
     b = State(label="B-head", ref=scen.head_sha, launch=ann["launch_command"])
-    most, stop = [0], threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            most[0] = max(most[0], servers_up(m))
-            stop.wait(0.01)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
     order: list[str] = []
-    try:
-        cmp, ma, mb = m.compare_states(a, b, own, samples=5, on_sample=lambda label, _v: order.append(label))
-    finally:
-        stop.set()
-        watcher.join()
+    (cmp, ma, mb), most = most_servers_during(
+        m, lambda: m.compare_states(a, b, own, samples=5, on_sample=lambda label, _v: order.append(label))
+    )
     assert cmp.verdict == "different" and cmp.delta_pct < -20
-    assert most[0] == 1  # never two servers at once (a second would have failed at start anyway)
+    assert most == 1  # never two servers at once (a second would have failed at start anyway)
     # Each round is A B A: the first side's samples in two halves around the second side's block
     # (three launches); 5 vs 5, or 10 vs 10 when launch-to-launch variance makes 5 worth fewer.
     assert sum(ma.groups) == sum(mb.groups) == cmp.n_a in (5, 10)
@@ -301,29 +309,15 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
 
 
 def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_at_once(lab):
-    import threading
-
     scen, ann, workload, m = lab
     own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 17}))  # nothing cached for it
     now = State(label="arm-now", ref=scen.head_sha, launch=ann["launch_command"])
     clean = State(label="arm-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
     good = State(label="arm-good", ref=scen.good_sha, launch=ann["launch_command"])
     m.measure(now, own, 2)  # the reproduction's server stays up
-    before, most, stop = m.cost.launches, [0], threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            most[0] = max(most[0], servers_up(m))
-            stop.wait(0.01)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        mn, mc, mg = m.measure_arms([now, clean, good], own, 4)
-    finally:
-        stop.set()
-        watcher.join()
-    assert most[0] == 1  # one slot: never a second server
+    before = m.cost.launches
+    (mn, mc, mg), most = most_servers_during(m, lambda: m.measure_arms([now, clean, good], own, 4))
+    assert most == 1  # one slot: never a second server
     # now: 4 new samples on its warm server (no launch); clean in halves around good: 3 launches
     assert m.cost.launches - before == 3
     assert mn.groups == [6] and len(mn.samples) == 6  # 2 from the reproduction, 4 new, one launch

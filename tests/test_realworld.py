@@ -8,14 +8,14 @@ import subprocess
 from pathlib import Path
 
 from evals.realworld import build_case, load_case
-from tests.conftest import sleuth_in_process
+from tests.conftest import git_in, sleuth_in_process
 
 REAL = Path(__file__).resolve().parents[1] / "evals" / "suites" / "real"
 LIZARD = REAL / "lizard_jsx_regex" / "case.toml"
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+    return git_in(repo)(*args)
 
 
 def is_ancestor(repo: Path, a: str, b: str) -> bool:

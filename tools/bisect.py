@@ -140,7 +140,7 @@ class _Samples:
         return have
 
 
-class _Graph:
+class CommitGraph:
     """good..bad as bitsets: ancestors-within-range of every commit, for O(1) set algebra."""
 
     def __init__(self, parents: dict[str, list[str]], no_ops: frozenset[str] = frozenset()) -> None:
@@ -156,6 +156,11 @@ class _Graph:
                     bits |= self.anc[p]
             self.anc[sha] = bits
         self.live = ~self.mask(s for s in order if s in no_ops)  # the commits that can be culprits
+
+    def holds(self, sha: str, ancestor: str) -> bool:
+        """Is ``ancestor`` ``sha`` itself or one of its ancestors within the range? (False for a
+        commit outside it, such as the good end.)"""
+        return sha in self.anc and ancestor in self.index and bool(self.anc[sha] >> self.index[ancestor] & 1)
 
     def members(self, bits: int) -> list[str]:
         return [s for s in self.shas if bits >> self.index[s] & 1]
@@ -247,7 +252,7 @@ def bisect(
     for _ in range(2 * cfg.max_culprits):
         if len(culprits) >= cfg.max_culprits:
             break
-        graph = _Graph(remaining, frozenset(cfg.no_ops))
+        graph = CommitGraph(remaining, frozenset(cfg.no_ops))
         if bad not in graph.index:
             break
         found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds, on_record)
@@ -340,7 +345,7 @@ def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig) ->
 
 
 def _search(
-    graph: _Graph,
+    graph: CommitGraph,
     good: str,
     bad: str,
     samples: _Samples,
@@ -399,7 +404,7 @@ def _search(
     return list(reversed(members)), rounds
 
 
-def _pick(graph: _Graph, cand: int, exclude: set[str], k: int) -> list[str]:
+def _pick(graph: CommitGraph, cand: int, exclude: set[str], k: int) -> list[str]:
     """Up to k commits whose ancestor counts split the candidates most evenly into k+1 parts.
     No-op commits are neither picked nor counted: they cannot be the culprit."""
     cand &= graph.live
@@ -488,7 +493,7 @@ def bisect_broken(
     (it serves), False (it does not start, crashes or hangs) or None (untestable: it does not
     build; skipped and left a suspect, as ``git bisect skip`` does). The midpoint rule over the
     whole graph, as in ``bisect``."""
-    graph = _Graph(parents)
+    graph = CommitGraph(parents)
     cand = graph.anc[bad]
     known_bad, skipped, serving, broken = {bad}, set(), [], []
     while True:

@@ -50,6 +50,9 @@ print(json.dumps({"python": platform.python_version(), "driver": driver, "dists"
 """
 
 
+LOGGED = "log:"  # the stored name of a version only the server logged (NCCL, CUDA): not a pip package
+
+
 class Change(BaseModel):
     """One package whose version differs between the reference and now."""
 
@@ -68,8 +71,8 @@ class Change(BaseModel):
         return f"{self.name}=={self.old}" if self.old else f"{self.name}<{self.new}"
 
     def describe(self) -> str:
-        if self.name.startswith("log:"):  # a version only the server's log shows (NCCL, CUDA)
-            return f"{self.name[4:]} {self.old or '-'} -> {self.new or '-'} (in the server's log)"
+        if self.name.startswith(LOGGED):  # a version only the server's log shows (NCCL, CUDA)
+            return f"{self.name.removeprefix(LOGGED)} {self.old or '-'} -> {self.new or '-'} (in the server's log)"
         if self.replaced:
             when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.installed_at)) if self.installed_at else "?"
             before = f"over {self.old}" if self.old else "over an earlier version"

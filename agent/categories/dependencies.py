@@ -21,6 +21,7 @@ from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.metric import last_json
 from tools.packages import (
+    LOGGED,
     OVERLAY_PY,
     Change,
     diff,
@@ -58,9 +59,6 @@ def snapshot(hunt: Hunt, rt: Runtime) -> None:
         rt.store.put_packages(
             hunt.run_id, hunt.target.repo, hunt.target.host, _stored(hunt.packages), good=hunt.root_kind == "none"
         )
-
-
-LOGGED = "log:"  # the stored name of a version the server logged (NCCL, CUDA): not a pip package
 
 
 def _stored(packages: dict) -> dict[str, str]:
