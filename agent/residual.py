@@ -75,21 +75,15 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
         hunt.root_summary += f"; the rest: {second[:10]} was not confirmed ({text2})"
         return
     rt.say(hunt, "confirm", f"confirmed the second: {text2}")
-    subject = subject_of(hunt, rt, second)
-    good_value, now = hunt.target.good_value, hunt.get(hunt.reproduced) if hunt.reproduced else None
-    drop = abs((good_value or 0) - now.median) if now is not None else 0
-    causes = [
+    found = _cause(
+        f'{second[:10]} "{subject_of(hunt, rt, second)}"',
+        second,
+        {"ok": True, "text": text2, "evidence": [one.id, two.id], "revert_sha": both, "plan": plan.result},
+    )
+    hunt.root_causes = [
         {**_cause(hunt.root_summary.split(";")[0], first, conf), "share_pct": pct},
-        {
-            **_cause(
-                f'{second[:10]} "{subject}"',
-                second,
-                {"ok": True, "text": text2, "evidence": [one.id, two.id], "revert_sha": both, "plan": plan.result},
-            ),
-            "share_pct": round(abs(two.median - one.median) / drop * 100, 1) if drop else None,
-        },
+        {**found, "share_pct": multiple.share(hunt, found)},  # its own A/B over the reproduced drop
     ]
-    hunt.root_causes = causes
     hunt.culprits = [first, second]
     multiple._settle(hunt, rt)
     hunt.confirmation = conf
