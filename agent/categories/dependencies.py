@@ -17,6 +17,7 @@ import shlex
 import time
 
 from agent import experiments
+from agent.categories.history import last_move
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.metric import last_json
@@ -136,10 +137,10 @@ def good_time(hunt: Hunt, rt: Runtime) -> tuple[float, str] | None:
     known-good commit's own date. Packages installed after it are suspects."""
     reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
     good = rt.resolve(hunt, hunt.target.good_ref) if hunt.target.good_ref else None
-    moves = ("pull", "reset", "merge", "rebase", "checkout")
-    for e in reflog.result["entries"] if reflog.ok else []:
-        if (good is None and e["command"] in moves) or (good is not None and e["old_sha"] == good):
-            return _epoch(e["time"]), f"when HEAD left {e['old_sha'][:10]}: '{e['action']}'"
+    entries = reflog.result["entries"] if reflog.ok else []
+    left = last_move(entries) if good is None else next((e for e in entries if e["old_sha"] == good), None)
+    if left is not None:
+        return _epoch(left["time"]), f"when HEAD left {left['old_sha'][:10]}: '{left['action']}'"
     if good is not None:
         show = rt.tool("git_show_stat", {"ref": good}, hunt=hunt)
         if show.ok:

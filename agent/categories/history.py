@@ -21,11 +21,8 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
     """The alert's good ref, else the HEAD before the last pull, reset, merge, rebase or checkout."""
     candidate, how = hunt.target.good_ref, "the alert's good ref"
     reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt) if candidate is None else None
-    if candidate is None and reflog is not None and reflog.ok:
-        for e in reflog.result["entries"]:
-            if e["command"] in ("pull", "reset", "merge", "rebase", "checkout") and e["old_sha"] != "0" * 40:
-                candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"
-                break
+    if candidate is None and reflog is not None and reflog.ok and (e := last_move(reflog.result["entries"])):
+        candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"
     if candidate:
         hunt.good_candidate = rt.resolve(hunt, candidate)
         add(
@@ -34,6 +31,13 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
             f"A/B: {hunt.good_candidate[:10]} vs HEAD, then bisection",
             hunt.good_candidate,
         )
+
+
+def last_move(entries: list[dict]) -> dict | None:
+    """The newest reflog entry (newest first) that moved HEAD from a commit: a pull, reset, merge,
+    rebase or checkout. Its ``old_sha`` is where the code was before: the last known good."""
+    moves = ("pull", "reset", "merge", "rebase", "checkout")
+    return next((e for e in entries if e["command"] in moves and e["old_sha"] != "0" * 40), None)
 
 
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
