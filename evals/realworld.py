@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agent.state import Target
 
 SHA = r"^[0-9a-f]{40}$"
+GIT_TIMEOUT_S = 300  # a local bundle unpacks in seconds; a hung git must not hang an evaluation
 
 
 class RealCase(BaseModel):
@@ -100,23 +101,24 @@ def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
     avoided: a branch ``main``, as a user's checkout would be). The shallow boundary is declared
     first, so git accepts a history cut below the known-good ref."""
     repo.mkdir(parents=True)
-    git = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True, capture_output=True)
+    base = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
+
+    def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([*base, *args], check=check, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+
+    git("init", "-q", "-b", "main")
     if case.shallow:
         (repo / ".git" / "shallow").write_text("".join(f"{s}\n" for s in case.shallow))
-    bundle = (case_dir / case.bundle).resolve()
-    fetch = [*git, "fetch", "-q", str(bundle)]
-    got = subprocess.run([*fetch, f"{case.bad}:refs/heads/sleuth-case"], capture_output=True)
-    if got.returncode != 0:  # a bundle made with HEAD as its ref: fetch that and check it is the bad commit
-        subprocess.run([*fetch, "HEAD:refs/heads/sleuth-case"], check=True, capture_output=True)
-    head = subprocess.run([*git, "rev-parse", "sleuth-case"], capture_output=True, text=True, check=True).stdout.strip()
+    bundle = str((case_dir / case.bundle).resolve())
+    if git("fetch", "-q", bundle, f"{case.bad}:refs/heads/sleuth-case", check=False).returncode != 0:
+        git("fetch", "-q", bundle, "HEAD:refs/heads/sleuth-case")  # a bundle made with HEAD as its ref
+    head = git("rev-parse", "sleuth-case").stdout.strip()
     if head != case.bad:
         raise ValueError(f"{case_dir / case.bundle}: its head is {head}, not the case's bad commit {case.bad}")
-    subprocess.run([*git, "checkout", "-q", "-B", "main", case.bad], check=True, capture_output=True)
-    subprocess.run([*git, "branch", "-q", "-D", "sleuth-case"], check=True, capture_output=True)
+    git("checkout", "-q", "-B", "main", case.bad)
+    git("branch", "-q", "-D", "sleuth-case")
     for sha in (case.good, case.culprit):
-        ok = subprocess.run([*git, "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True).returncode == 0
-        if not ok:
+        if git("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode != 0:
             raise ValueError(f"{case_dir / case.bundle}: does not hold {sha} (cut too shallow?)")
 
 
