@@ -82,7 +82,7 @@ def _blanked_vs_now(hunt: Hunt, rt: Runtime, label: str, ref: str, env: list[Hyp
     """A/B: what was reproduced ("now") vs ``ref`` with the suspected variables blanked, the
     blanked side the one that must be better; (comparison, now, blanked, its text)."""
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
-    blanked = rt.planned(hunt, label, ref, env={x.subject: "" for x in env if x.subject})
+    blanked = rt.planned(hunt, label, ref, env=_blanked(env))
     cmp, now, blanked = ab(hunt, rt, now, blanked, "now", label, better="b")
     return cmp, now, blanked, fmt(cmp, now, blanked, hunt.target.metric)
 
@@ -107,8 +107,13 @@ def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[
     set_verdict(env + patches, "refuted", why + text, [now.id, clean.id])
     # The variables change nothing that matters: the history A/B and the bisection run with them
     # blanked too, so this clean HEAD is already the history's HEAD (one launch fewer).
-    hunt.probe_env = {x.subject: "" for x in env if x.subject}
+    hunt.probe_env = _blanked(env)
     return True
+
+
+def _blanked(env: list[Hypothesis]) -> dict[str, str]:
+    """The environment that blanks every suspected variable."""
+    return {x.subject: "" for x in env if x.subject}
 
 
 def _history_next(hunt: Hunt) -> bool:
@@ -127,7 +132,7 @@ def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
     (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
     clean while unknown); the good commit's samples wait for the history test, which takes them as
     its first round only if the variables turn out to change nothing (``hunt.history_round``)."""
-    blank = {x.subject: "" for x in env if x.subject}
+    blank = _blanked(env)
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     clean = rt.planned(hunt, "clean", "HEAD", env=blank)
     good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=blank)  # type: ignore[arg-type]
