@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 from tests.conftest import MINIMAL_SPEC, sleuth_in_process
 from transcripts.store import Store, layout, servers_beside
@@ -38,18 +39,26 @@ def test_a_store_made_before_the_layout_keeps_the_shared_names(tmp_path):
     assert layout(fresh).runs == tmp_path / "fresh.runs"
 
 
-def test_two_hunts_with_two_stores_in_one_folder_share_no_side_file(tmp_path, write_spec):
+def test_a_relative_store_path_is_where_the_user_stood_whatever_directory_a_server_runs_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rel = layout(Path("r.db"))
+    assert rel == layout(tmp_path / "r.db") and all(p.is_absolute() for p in rel)
+
+
+def test_two_hunts_with_two_stores_in_one_folder_share_no_side_file(tmp_path, write_spec, monkeypatch):
     from evals.lab.builder import build
     from evals.lab.spec import load_spec
 
     res = build(load_spec(write_spec(MINIMAL_SPEC)), tmp_path / "scenario")
     store = tmp_path / "stores"
+    store.mkdir()
+    monkeypatch.chdir(store)  # "b" is named relative to here: its servers' logs must still be found
     ids = {}
-    for name in ("a", "b"):  # a one-probe budget: the hunt stops early, every side file written
-        proc = sleuth_in_process(
-            "hunt", "--alert", res.root / "alert.json", "--db", store / f"{name}.db", "--json", "--max-probes", "1"
-        )
-        ids[name] = json.loads(proc.stdout)["run_id"]
+    for name, db in (("a", store / "a.db"), ("b", Path("b.db"))):  # a one-probe budget: every side file written
+        proc = sleuth_in_process("hunt", "--alert", res.root / "alert.json", "--db", db, "--json", "--max-probes", "1")
+        verdict = json.loads(proc.stdout)
+        ids[name] = verdict["run_id"]
+        assert verdict["cost"]["samples"] > 0, verdict  # HEAD launched and served
     listing = sorted(p.name for p in store.iterdir())
     assert "checkpoints.db" not in listing and "runs" not in listing and "servers" not in listing
     for name in ("a", "b"):

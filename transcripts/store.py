@@ -106,8 +106,11 @@ def layout(db: Path) -> StoreLayout:
     (``NAME.checkpoints.db``, ``NAME.runs/``, ``NAME.servers/``, ``NAME.serve/``), so two stores in
     one folder share nothing. A store made under another name before this layout keeps the shared
     names: it is recognised by having no ``NAME.checkpoints.db`` while the shared ``runs/`` holds a
-    directory of one of its runs."""
-    db = Path(db)
+    directory of one of its runs.
+
+    Every path is absolute: a relative ``--db`` names a place in the user's working directory,
+    and the servers a hunt launches (whose logs go under ``runs/``) run in another one."""
+    db = Path(db).absolute()
     folder = db.parent
     shared = StoreLayout(db, folder / "checkpoints.db", folder / "runs", folder / "servers", folder / "serve")
     stem = db.name[: -len(".db")] if db.name.endswith(".db") else db.name
