@@ -8,12 +8,27 @@ import json
 import pytest
 
 from evals.lab.builder import build
-from evals.lab.measure import baseline_command, export_ref, export_worktree, measure_state, scenario_bench_config
+from evals.lab.measure import (
+    State,
+    baseline_command,
+    export_ref,
+    export_worktree,
+    measure_interleaved,
+    scenario_bench_config,
+)
 from evals.lab.spec import load_spec
 from tests.conftest import MINIMAL_SPEC
 from tools.stats import compare
 
 SAMPLES = 10  # 6 + 6 must separate perfectly for p <= 0.01; under load one stray sample broke that
+
+
+def _pair(a: tuple, b: tuple, bench) -> tuple:
+    """Both states measured interleaved (A B A B ...), so load on a CI machine hits both alike."""
+    fields = ("tree", "command", "label", "log_path")
+    return measure_interleaved(
+        State(**dict(zip(fields, a, strict=True))), State(**dict(zip(fields, b, strict=True))), SAMPLES, _small(bench)
+    )
 
 
 def _small(bench):
@@ -25,8 +40,7 @@ def test_seed_good_vs_bad_eagle3_is_a_clear_regression_with_slower_verify(seed_s
     good = export_ref(seed_scenario.repo, seed_scenario.good_sha, tmp_path / "good")
     bad = export_worktree(seed_scenario.repo, tmp_path / "bad")
     cmd = ann["launch_command"].replace("--speculative-algorithm", "--decode-log-interval 8 --speculative-algorithm")
-    g = measure_state(good, cmd, "good", tmp_path / "good.log", SAMPLES, _small(bench))
-    b = measure_state(bad, cmd, "bad", tmp_path / "bad.log", SAMPLES, _small(bench))
+    g, b = _pair((good, cmd, "good", tmp_path / "good.log"), (bad, cmd, "bad", tmp_path / "bad.log"), bench)
     cmp = compare(g.tok_per_s, b.tok_per_s)
     assert cmp.verdict == "different" and cmp.delta_pct < 0, cmp
     assert compare(g.verify_ms, b.verify_ms).verdict == "different"
@@ -38,8 +52,8 @@ def test_head_without_the_uncommitted_patches_is_as_slow_as_the_working_tree(see
     ann, bench = scenario_bench_config(seed_scenario.root)
     good = export_ref(seed_scenario.repo, seed_scenario.good_sha, tmp_path / "good")
     head = export_ref(seed_scenario.repo, "HEAD", tmp_path / "head")
-    g = measure_state(good, ann["launch_command"], "good", tmp_path / "g.log", SAMPLES, _small(bench))
-    h = measure_state(head, ann["launch_command"], "head", tmp_path / "h.log", SAMPLES, _small(bench))
+    cmd = ann["launch_command"]
+    g, h = _pair((good, cmd, "good", tmp_path / "g.log"), (head, cmd, "head", tmp_path / "h.log"), bench)
     assert compare(g.tok_per_s, h.tok_per_s).verdict == "different"
     assert h.summary.median < 0.8 * g.summary.median
 
@@ -74,11 +88,10 @@ def test_host_side_changes_slow_the_baseline(tmp_path, write_spec, extra, label)
     ann_n, bench = scenario_bench_config(nominal.root)
     ann_c, _ = scenario_bench_config(changed.root)
     tree = export_ref(nominal.repo, "HEAD", tmp_path / "tree")
-    n = measure_state(
-        tree, baseline_command(ann_n["launch_command"]), "nominal", tmp_path / "n.log", SAMPLES, _small(bench)
-    )
-    c = measure_state(
-        tree, baseline_command(ann_c["launch_command"]), label, tmp_path / "c.log", SAMPLES, _small(bench)
+    n, c = _pair(
+        (tree, baseline_command(ann_n["launch_command"]), "nominal", tmp_path / "n.log"),
+        (tree, baseline_command(ann_c["launch_command"]), label, tmp_path / "c.log"),
+        bench,
     )
     cmp = compare(n.tok_per_s, c.tok_per_s)
     assert cmp.verdict == "different" and cmp.delta_pct < -5, (label, cmp)
@@ -99,9 +112,10 @@ def test_the_old_runtime_in_the_wheelhouse_restores_speed_without_touching_the_h
     ann, bench = scenario_bench_config(res.root)
     tree = export_ref(res.repo, "HEAD", tmp_path / "tree")
     cmd = baseline_command(ann["launch_command"])
-    installed = measure_state(tree, cmd, "2.9.0", tmp_path / "a.log", SAMPLES, _small(bench))
-    old = measure_state(
-        tree, f"export PYTHONPATH={wheel} && {cmd}", "2.8.0", tmp_path / "b.log", SAMPLES, _small(bench)
+    installed, old = _pair(
+        (tree, cmd, "2.9.0", tmp_path / "a.log"),
+        (tree, f"export PYTHONPATH={wheel} && {cmd}", "2.8.0", tmp_path / "b.log"),
+        bench,
     )
     assert "minitorch 2.8.0" in (tmp_path / "b.log").read_text()
     cmp = compare(old.tok_per_s, installed.tok_per_s)

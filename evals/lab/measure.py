@@ -87,6 +87,35 @@ def measure_state(
     return StateMeasurement(label=label, tok_per_s=toks, verify_ms=verify, summary=summarize(toks), startup_s=startup)
 
 
+class State(BaseModel):
+    """One side of an interleaved comparison: a tree, its launch command, a label, its server log."""
+
+    tree: Path
+    command: str
+    label: str
+    log_path: Path
+
+
+def measure_interleaved(a: State, b: State, samples: int, bench: BenchConfig) -> tuple[StateMeasurement, ...]:
+    """A, then B, then A again (half of A's samples each time), one server at a time as on a GPU
+    node (two TP-8 servers do not fit): the two sides share a time centre, so a change in the
+    machine's load (another test, a CI neighbour) lands on both instead of on whichever came second."""
+    first = samples // 2
+    parts = [measure_state(a.tree, a.command, a.label, a.log_path, first, bench)] if first else []
+    mid = measure_state(b.tree, b.command, b.label, b.log_path, samples, bench)
+    log_again = a.log_path.with_name(a.log_path.stem + "-again" + a.log_path.suffix)
+    parts.append(measure_state(a.tree, a.command, a.label, log_again, samples - first, bench))
+    toks = [x for p in parts for x in p.tok_per_s]
+    side_a = StateMeasurement(
+        label=a.label,
+        tok_per_s=toks,
+        verify_ms=[x for p in parts for x in p.verify_ms],
+        summary=summarize(toks),
+        startup_s=parts[0].startup_s,
+    )
+    return side_a, mid
+
+
 def scenario_bench_config(root: Path) -> tuple[dict, BenchConfig]:
     """The alert's annotations and the benchmark it describes."""
     ann, _labels = read_alert(root / "alert.json")
