@@ -32,6 +32,7 @@ edits = [{ path = "docs/notes.py", lines = 8 }]
 [alert]
 good = 94
 bad = 70
+max_tokens = 32
 [truth]
 culprits = ["slow"]
 """

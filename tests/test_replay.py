@@ -21,8 +21,12 @@ from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_agent import SMALL
 
+# one worker runs the whole module: its module fixture (a real hunt) is made once, not once per worker
+pytestmark = pytest.mark.xdist_group("replay")
+
 NO_WORLD = """
 import socket, subprocess
+
 def _refuse(*a, **k):
     raise OSError("the replay tried to reach the world")
 socket.socket.connect = _refuse

@@ -19,6 +19,9 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import MINIMAL_SPEC, sleuth_exe
 
+# one worker runs the whole module: its module fixture (a real hunt) is made once, not once per worker
+pytestmark = pytest.mark.xdist_group("terminal_report")
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
