@@ -38,6 +38,23 @@ culprits = ["slow"]
 """
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--dist loadgroup`` (pyproject): a module marked ``xdist_group`` runs on one worker, so its
+    module fixture (a real hunt) is made once. pytest-xdist 3.8 tags a test's id with its group
+    through ``item._nodeid``, which pytest 9.2 no longer reads (ids live in ``item._id``): without
+    this the groups are silently ignored (pytest-xdist#1295). Does nothing once xdist tags them."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
+
+
 @pytest.fixture(scope="session")
 def seed_scenario(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
     return build(load_spec(SEED_SPEC), tmp_path_factory.mktemp("seed") / "scenario")

@@ -21,7 +21,10 @@ def lab(seed_scenario, tmp_path_factory):
     """The seed's host: eight GPUs, a TP-8 server takes them all: one server slot."""
     ann, bench = scenario_bench_config(seed_scenario.root)
     workload = Workload(bench=bench.model_copy(update={"requests": 2, "max_tokens": 24}))
-    measurer = Measurer(LocalHost(), LocalGit(seed_scenario.repo), tmp_path_factory.mktemp("m"), slots=1)
+    # its own folder: a measurer's server registry sits beside its logs, and the two labs' warm
+    # servers must not count as each other's (a worker's basetemp is shared by every mktemp)
+    logs = tmp_path_factory.mktemp("m") / "logs"
+    measurer = Measurer(LocalHost(), LocalGit(seed_scenario.repo), logs, slots=1)
     yield seed_scenario, ann, workload, measurer
     measurer.close()
 
@@ -61,7 +64,7 @@ def two_slot_lab(tmp_path_factory):
     ann, bench = scenario_bench_config(scen.root)
     assert ann["slots"] == "2"
     workload = Workload(bench=bench.model_copy(update={"requests": 2, "max_tokens": 24}))
-    measurer = Measurer(LocalHost(), LocalGit(scen.repo), tmp_path_factory.mktemp("m2"), slots=2)
+    measurer = Measurer(LocalHost(), LocalGit(scen.repo), tmp_path_factory.mktemp("m2") / "logs", slots=2)
     yield scen, ann, workload, measurer
     measurer.close()
 
