@@ -82,6 +82,7 @@ def test_a_write_that_fails_is_store_unavailable_and_other_errors_are_not(tmp_pa
     assert unavailable(sqlite3.OperationalError("no such table: x"), "s.db") is None
 
 
+@pytest.mark.slow  # run by .ci/run with the other store faults; the default run keeps the kill -9 resumes
 def test_a_database_locked_mid_hunt_stops_the_run_resumably_and_resume_finishes_it(tiny, tmp_path):
     db = tmp_path / "r.db"
     hunt = _hunt(tiny.root / "alert.json", db)
@@ -119,7 +120,7 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)]).returncode == 0
 
 
-@pytest.mark.slow  # run by .ci/run on its own (root mounts the tmpfs); the locked store above is the default
+@pytest.mark.slow  # run by .ci/run on its own (root mounts the tmpfs)
 def test_a_full_disk_mid_hunt_stops_the_run_resumably_and_resume_finishes_it_once_there_is_room(tiny, tmp_path):
     disk = tmp_path / "disk"
     if not _mount_tmpfs(disk, "64m"):
