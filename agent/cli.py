@@ -12,14 +12,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tools.bench import SERVER_METRICS, BenchConfig, BenchResult, run_bench
+if TYPE_CHECKING:
+    from tools.bench import BenchResult
 
 app = typer.Typer(
     name="sleuth",
@@ -122,6 +123,8 @@ def bench(
     json_out: Annotated[bool, typer.Option("--json", help="print the full result as JSON (with `metrics`)")] = False,
 ) -> None:
     """Benchmark an OpenAI-compatible endpoint: tok/s, TTFT, ITL, TPOT and latency percentiles."""
+    from tools.bench import SERVER_METRICS, BenchConfig, run_bench
+
     if metric is not None and metric not in SERVER_METRICS:
         bad_input(f"--metric: '{metric}' is not a metric sleuth bench measures (e.g. p99_ttft_ms, output_throughput)")
     if api not in ("completions", "chat"):
@@ -160,14 +163,38 @@ def bench(
         raise typer.Exit(1)
 
 
-def _load_plugins() -> None:
-    """A plugin is a Typer app (a command group, `sleuth lab ...`) or a function (one command)."""
+@app.callback()
+def _group() -> None:
+    """(A group even when a start registers one command: ``sleuth bench`` stays ``sleuth bench``.)"""
+
+
+# The module that defines each command. A start imports only the one it runs: the hunt's graph,
+# scipy and matplotlib cost seconds of CPU, and ``sleuth runs``, an approval from the web page or
+# a service job should not pay them. ``register()`` (help, an unknown name, tests) imports all.
+COMMAND_MODULES = {
+    "bisect": "agent.bisect_cmd",
+    **dict.fromkeys(("demo", "hunt", "approve", "reject", "resume"), "agent.hunt_cmd"),
+    **dict.fromkeys(("import", "export"), "agent.import_cmd"),
+    "replay": "agent.replay_cmd",
+    **dict.fromkeys(("runs", "show", "search"), "agent.runs_cmd"),
+    "serve": "agent.serve_cmd",
+}
+
+
+def _load_plugins(only: str | None = None) -> bool:
+    """A plugin is a Typer app (a command group, `sleuth lab ...`) or a function (one command).
+    ``only``: just the plugin of that name. Whether any was loaded."""
+    loaded = False
     for ep in importlib.metadata.entry_points(group="perf_sleuth.cli"):
+        if only is not None and ep.name != only:
+            continue
         obj = ep.load()
         if isinstance(obj, typer.Typer):
             app.add_typer(obj, name=ep.name)
         else:
             app.command(ep.name)(obj)
+        loaded = True
+    return loaded
 
 
 _registered = False
@@ -178,15 +205,23 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    import agent.bisect_cmd
-    import agent.hunt_cmd
-    import agent.import_cmd
-    import agent.replay_cmd
-    import agent.runs_cmd
-    import agent.serve_cmd  # noqa: F401 - registers `sleuth runs`, `show`, `search`, `replay`, `serve`
-
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        importlib.import_module(module)
     _load_plugins()
     _registered = True
+
+
+def register_for(argv: list[str]) -> None:
+    """Attach only what ``sleuth ARGV`` runs (its first word names the command); anything else,
+    ``--help`` included, gets every command."""
+    name = argv[0] if argv else None
+    if name == "bench":
+        return
+    if name in COMMAND_MODULES:
+        importlib.import_module(COMMAND_MODULES[name])
+        return
+    if name is None or name.startswith("-") or not _load_plugins(only=name):
+        register()
 
 
 def _die_with_parent() -> None:
@@ -207,5 +242,5 @@ def _die_with_parent() -> None:
 
 def main() -> None:
     _die_with_parent()
-    register()
+    register_for(sys.argv[1:])
     app()
