@@ -11,6 +11,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from agent.llm_policy import fit_context, ledger_summary
 from agent.llm_tools import Surface, trim
 from agent.runtime import Runtime
@@ -126,6 +128,7 @@ def capable_model() -> list:
     ]
 
 
+@pytest.mark.slow  # ~100 s; .ci/run runs it. The default run keeps an LLM-driven hunt to a proposed fix (below)
 def test_a_capable_model_solves_the_seed_story_and_its_replay_makes_no_http_call(tmp_path, seed_scenario):
     db = tmp_path / "runs.db"
     with ScriptedLLM(capable_model()) as llm:

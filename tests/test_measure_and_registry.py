@@ -8,7 +8,10 @@ import pytest
 
 import tools.catalog as catalog
 from agent.runtime import with_env
+from evals.lab.builder import build
+from evals.lab.demo import SEED_SPEC
 from evals.lab.measure import baseline_command, scenario_bench_config
+from evals.lab.spec import load_spec
 from tools.bisect import ProbeError
 from tools.git import LocalGit
 from tools.host import LocalHost
@@ -17,8 +20,11 @@ from tools.registry import REGISTRY, call, schemas
 
 
 @pytest.fixture(scope="module")
-def lab(seed_scenario, tmp_path_factory):
-    """The seed's host: eight GPUs, a TP-8 server takes them all: one server slot."""
+def lab(tmp_path_factory):
+    """The seed's host: eight GPUs, a TP-8 server takes them all: one server slot. A build of its
+    own: its warm servers hold these GPUs between tests, as on a real node, so no other test may
+    launch on them (the session's seed scenario is other tests' host)."""
+    seed_scenario = build(load_spec(SEED_SPEC), tmp_path_factory.mktemp("lab-seed") / "scenario")
     ann, bench = scenario_bench_config(seed_scenario.root)
     workload = Workload(bench=bench.model_copy(update={"requests": 2, "max_tokens": 24}))
     # its own folder: a measurer's server registry sits beside its logs, and the two labs' warm
@@ -57,7 +63,6 @@ def two_slot_lab(tmp_path_factory):
     """Eight GPUs and TP-4 servers: two fit at once."""
     import tomllib
 
-    from evals.lab.builder import build
     from evals.lab.spec import Scenario
 
     scen = build(Scenario.model_validate(tomllib.loads(TWO_SLOTS)), tmp_path_factory.mktemp("two") / "s")

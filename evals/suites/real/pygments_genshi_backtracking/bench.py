@@ -6,10 +6,11 @@ import sys
 import time
 
 sys.path.insert(0, ".")
-from pygments.lexers import get_lexer_by_name  # noqa: E402  (the probe's worktree, not an installed Pygments)
+from pygments.lexers import get_lexer_by_name  # the probe's worktree, not an installed Pygments
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-DOC = '<?xml version="1.0"?>\n\n<project>\n  <!-- <move -->\n\n  <target>\n' + "    <x />\n" * N + "  </target>\n</project>\n"
+HEAD = '<?xml version="1.0"?>\n\n<project>\n  <!-- <move -->\n\n  <target>\n'
+DOC = HEAD + "    <x />\n" * N + "  </target>\n</project>\n"
 lexer = get_lexer_by_name("genshi")
 t = time.process_time()
 for _token in lexer.get_tokens(DOC):
