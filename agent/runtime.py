@@ -25,7 +25,7 @@ from agent.llm import LLM, LLMConfig
 from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
-from tools.codepath import MAIN_GUARD, entry_modules, judge
+from tools.codepath import MAIN_GUARD, entry_modules, imported, judge
 from tools.host import Host, LocalHost
 from tools.measure import (
     BrokenState,
@@ -373,6 +373,15 @@ class Runtime:
                 modules |= got
             entry, scripts = entry_modules(t.command or t.launch)
             present = git.ls_files(good) | git.ls_files(head)
+            if not any(imported(f, modules) for f in present if f.endswith(".py")):
+                # The work happened where the trace cannot see: a child interpreter whose stderr
+                # the benchmark keeps to itself, or code that is not Python. "Imported at
+                # neither end" would then be said of the very files that run.
+                why = (
+                    f"the trace saw {len(modules)} modules imported but none of the repository's own "
+                    "(a subprocess whose stderr the benchmark keeps, or no Python?): nothing is pruned"
+                )
+                return {"traced": False, "why": why, "commits": []}
             for ref in (good, head):  # a file run as a script prints no import line
                 scripts |= git.grep_files(ref, MAIN_GUARD, "*.py")
             commits = [

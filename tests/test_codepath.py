@@ -170,3 +170,42 @@ def _show(db: Path, run_id: str) -> str:
     proc = sleuth_in_process("show", run_id, "--db", db, "--json")
     assert proc.returncode == 0, proc.stdout[-500:]
     return proc.stdout
+
+
+CHILD_BENCH = """
+import subprocess, sys
+child = "import sys; sys.path.insert(0, '.'); " + {bench!r}
+proc = subprocess.run([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr={stderr}, text=True, check=True)
+print(proc.stdout.strip())
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr", "prunes"),
+    [("subprocess.PIPE", False), ("None", True)],
+    ids=["child-stderr-kept", "child-stderr-passed-on"],
+)
+def test_work_in_a_child_interpreter_is_traced_through_its_stderr_or_nothing_is_pruned(
+    noisy_range, tmp_path, stderr, prunes
+):
+    """The trace is what every Python process of the benchmark prints on stderr. A benchmark that
+    keeps its child's stderr to itself shows imports, but none of the repository's: then "imported
+    at neither end" would be said of the very files that run, so nothing is pruned, and it says so."""
+    repo, good, shas = noisy_range
+    script = tmp_path / "bench_child.py"
+    script.write_text(CHILD_BENCH.format(bench=BENCH, stderr=stderr))
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", f"python3 {script}", "--lower-is-better",
+        "--db", db, "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["ref"] == shas["culprit"]
+    pruned = {p["sha"] for p in v["pruned"]}
+    if prunes:
+        assert pruned == {shas[n] for n in ("docs1", "tests", "slow", "docs2", "docs3")}
+    else:
+        assert pruned == set()
+        shown = json.loads(_show(db, v["run_id"]))
+        assert any("none of the repository's own" in e["text"] for e in shown["events"])
