@@ -58,7 +58,8 @@ def _get(h: Any, *names: str) -> Any:
 
 def group_hypotheses(hypotheses: list[Any]) -> list[HypothesisGroup]:
     """Group consecutive-or-not hypotheses (models or store rows) that share status, reason and
-    evidence; a hypothesis with no evidence (a reading, an untested one) stays on its own row."""
+    evidence; a hypothesis with no evidence (a reading) stays on its own row, except untested ones
+    (inconclusive, no evidence) of one category and one reason, which share a row."""
     groups: list[HypothesisGroup] = []
     index: dict[tuple, HypothesisGroup] = {}
     for h in hypotheses:
@@ -69,7 +70,12 @@ def group_hypotheses(hypotheses: list[Any]) -> list[HypothesisGroup]:
         hid, category, statement = _get(h, "id", "hid") or "", _get(h, "category") or "", _get(h, "statement") or ""
         member = _get(h, "subject") or statement
         key = (status, reason, tuple(sorted(str(e).strip() for e in evidence)))
-        if evidence and key in index:
+        # Untested members of one category for one reason ("97 packages: a benchmark command has no
+        # launch to put old versions in") are one row, not a page of identical verdicts.
+        untested = not evidence and status == "inconclusive" and bool(reason)
+        if untested:
+            key = (status, reason, ("untested", category))
+        if (evidence or untested) and key in index:
             g = index[key]
             g.ids.append(hid)
             g.covers.append(member)
@@ -86,7 +92,7 @@ def group_hypotheses(hypotheses: list[Any]) -> list[HypothesisGroup]:
             evidence=[str(e) for e in evidence],
         )
         groups.append(g)
-        if evidence:
+        if evidence or untested:
             index[key] = g
     for g in groups:
         if len(g.ids) > 1:

@@ -152,3 +152,15 @@ def test_hypotheses_one_ab_decided_are_one_row_listing_what_it_covers():
     rows = [{"hid": h.id, "category": h.category, "statement": h.statement, "status": h.status, "reason": h.reason,
              "evidence": json.dumps(h.evidence)} for h in hs]  # fmt: skip
     assert [g.id for g in group_hypotheses(rows)] == ["h1", "h2-h4", "h5", "h6", "h7"]
+
+
+def test_untested_packages_for_one_reason_are_one_row_not_a_page():
+    """An old known-good ref on a host upgraded since: every package is a suspect, none testable
+    by a benchmark command. One row names them all; a differently untested one keeps its own."""
+    why = "a benchmark command has no launch to put old versions in"
+    hs = [_h(i, "dependencies", f"pkg{i}", "inconclusive", why, []) for i in range(1, 98)]
+    hs.append(_h(98, "dependencies", "torch", "inconclusive", "the old versions cannot be tried: no wheel", []))
+    hs.append(_h(99, "environment", "NCCL_ALGO", "inconclusive", why, []))  # another category
+    groups = group_hypotheses(hs)
+    assert [g.id for g in groups] == ["h1-h97", "h98", "h99"]
+    assert groups[0].statement == "97 packages" and groups[0].covers[:2] == ["pkg1", "pkg2"]
