@@ -36,6 +36,7 @@ from bisect_cost import pinpoint
 
 from evals.job import Job, run_job
 from evals.realworld import load_case, unbundle
+from evals.runner import score_result
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "suites" / "real"
 BENCH_TIMEOUT_S = 600
@@ -63,20 +64,17 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def ours(spec: Path) -> dict:
+    """The hunt ``sleuth eval`` runs, scored by the evaluation's own scorer."""
     t0 = time.perf_counter()
     out = run_job(Job(spec=str(spec), max_probes=40, max_wall_s=3600))
-    if out.get("error"):
-        return {"exact": False, "error": out["error"], "wall_s": time.perf_counter() - t0}
-    verdict = out["verdict"]
-    named = [c["ref"] for c in verdict.get("culprits") or [] if c.get("kind") == "commit"]
-    if not named and (verdict.get("root_cause") or {}).get("kind") == "commit":
-        named = [verdict["root_cause"]["ref"]]
-    want = out["truth"]["root_causes"][0]["ref"]
+    s = score_result(out)
+    if s is None or out.get("error"):
+        return {"exact": False, "error": out.get("error"), "wall_s": round(time.perf_counter() - t0, 1)}
     return {
-        "exact": named == [want],
-        "named": [n[:10] for n in named],
-        "probes": len(verdict.get("probes") or []),
-        "samples": verdict["cost"]["samples"],
+        "exact": s.exact,
+        "named": [n[:10] for n in s.named],
+        "probes": s.probes,
+        "samples": s.samples,
         "wall_s": round(time.perf_counter() - t0, 1),
     }
 
@@ -150,13 +148,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--skip-pinpoint", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="each case this many times (noisy cases vary)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args()
     rows = []
-    for spec in sorted(SUITE.glob("*/case.toml")):
+    specs = [s for s in sorted(SUITE.glob("*/case.toml")) if not args.only or s.parent.name in args.only]
+    for spec in [s for s in specs for _ in range(args.repeat)]:
         case = load_case(spec)
-        if args.only and case.name not in args.only:
-            continue
         with tempfile.TemporaryDirectory(prefix=f"real-{case.name}-") as tmp:
             row = {
                 "case": case.name,

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from evals.realworld import build_case, load_case
 from tests.conftest import git_in, sleuth_in_process
 
@@ -61,6 +63,32 @@ def test_sleuth_eval_names_the_real_culprit_offline(tmp_path):
     row = json.loads(proc.stdout)["rows"][0]
     assert row["exact"] and row["named"] == [load_case(LIZARD).culprit], row
     assert row["repo_intact"]
+
+
+SLOW_CASES = sorted(p for p in REAL.glob("*/case.toml") if p != LIZARD)  # the fast subset is lizard's
+
+
+@pytest.mark.slow  # 30 s to 2 min each; .ci/run runs them (README: the real-world table)
+@pytest.mark.parametrize("spec", SLOW_CASES, ids=[p.parent.name for p in SLOW_CASES])
+def test_sleuth_eval_names_every_real_culprit_offline(tmp_path, spec):
+    proc = sleuth_in_process("eval", str(spec), "--json", "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    row = json.loads(proc.stdout)["rows"][0]
+    assert row["exact"] and row["named"] == [load_case(spec).culprit], row
+    assert row["repo_intact"]
+
+
+def test_the_pyparsing_range_holds_a_commit_that_does_not_import_and_the_hunt_skips_it(tmp_path):
+    spec = REAL / "pyparsing_import_time" / "case.toml"
+    case = load_case(spec)
+    repo = build_case(spec, tmp_path / "c").repo
+    broken = "940636a69dbb279e5f6e1f1e07636e74ef8d950f"  # "Update some internal type annotations"
+    assert is_ancestor(repo, case.culprit, broken) and is_ancestor(repo, broken, case.bad)
+    git(repo, "checkout", "-q", broken)
+    bench = subprocess.run(
+        ["python3", str(spec.parent / "bench.py")], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert bench.returncode != 0 and "NameError" in bench.stderr
 
 
 def test_a_case_with_a_short_sha_is_bad_input_naming_the_field(tmp_path):
