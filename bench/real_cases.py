@@ -83,11 +83,12 @@ def git_bisect_run(case, case_dir: Path, work: Path) -> dict:
     repo = work / "bisect"
     unbundle(case_dir, case, repo)
     cmd = case.bench.replace("{case}", str(case_dir))
+    build = f"({case.setup}) && " if case.setup else ""
     t0 = time.perf_counter()
     ends = {}
     for name, sha in (("good", case.good), ("bad", case.bad)):
         _git(repo, "checkout", "-q", sha)
-        ends[name] = _run(cmd, repo)
+        ends[name] = _run(build + cmd, repo)
     if ends["good"] is None or ends["bad"] is None:
         return {"exact": False, "error": f"an end does not run: {ends}"}
     threshold = math.sqrt(ends["good"] * ends["bad"])
@@ -95,9 +96,10 @@ def git_bisect_run(case, case_dir: Path, work: Path) -> dict:
     script = work / "threshold.sh"
     script.write_text(
         "#!/bin/sh\n"
-        f"v=$({cmd} 2>/dev/null | tail -n 1) || exit 125\n"
-        '[ -n "$v" ] || exit 125\n'
-        f"python3 -c \"import sys; sys.exit(1 if float('$v') {bad_if} {threshold!r} else 0)\"\n"
+        + (f"({case.setup}) >/dev/null 2>&1 || exit 125\n" if case.setup else "")
+        + f"v=$({cmd} 2>/dev/null | tail -n 1) || exit 125\n"
+        + '[ -n "$v" ] || exit 125\n'
+        + f"python3 -c \"import sys; sys.exit(1 if float('$v') {bad_if} {threshold!r} else 0)\"\n"
     )
     script.chmod(0o755)
     _git(repo, "checkout", "-q", case.bad)
@@ -126,9 +128,15 @@ def pinpoint_schedule(case, case_dir: Path, work: Path) -> dict:
     line = [case.good, *_git(repo, "rev-list", "--first-parent", "--reverse", f"{case.good}..{case.bad}").split()]
     cmd = case.bench.replace("{case}", str(case_dir))
     failed = 1e9 if case.lower_is_better else 0.0  # a failed job: as far on the bad side as a number goes
+    built: dict[int, bool] = {}
 
     def draw(i: int, k: int) -> list[float]:
         _git(repo, "checkout", "-q", "-f", line[i])
+        if case.setup:  # a build per change (its samples reuse it), as Pinpoint builds once per job
+            ok = subprocess.run(case.setup, shell=True, cwd=repo, capture_output=True, timeout=BENCH_TIMEOUT_S)
+            built[i] = ok.returncode == 0
+            if not built[i]:
+                return [failed] * k
         return [v if (v := _run(cmd, repo)) is not None else failed for _ in range(k)]
 
     t0 = time.perf_counter()
