@@ -68,7 +68,9 @@ def test_every_byte_of_the_output_arrives_even_when_the_exit_status_comes_first(
     for i in range(30):
         res = host.run(["bash", "-c", f"sleep 0.0{i % 3}; seq 1 {500 + i}; seq 1 {i} >&2"])
         assert res.stdout.splitlines() == [str(n) for n in range(1, 501 + i)]
-        assert res.stderr.splitlines() == [str(n) for n in range(1, i + 1)]
+        # Over SSH the login shell's own start-up may write to stderr (a pyenv rehash racing
+        # another session's: "rm: cannot remove .../shims/tmp..."): only the command's lines count.
+        assert [line for line in res.stderr.splitlines() if line.isdigit()] == [str(n) for n in range(1, i + 1)]
 
 
 def test_put_get_and_which(host, tmp_path):
