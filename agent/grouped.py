@@ -43,6 +43,15 @@ class HypothesisGroup(BaseModel):
     def id(self) -> str:
         return self.ids[0] if len(self.ids) == 1 else f"{self.ids[0]}-{self.ids[-1]}"
 
+    def covers_text(self, limit: int = 12) -> str:
+        """The members a grouped row lists, the first ``limit`` by name and the rest counted: a host
+        with 103 packages newer than the known-good commit is one line, not a page."""
+        if len(self.ids) < 2:
+            return ""
+        shown = ", ".join(self.covers[:limit])
+        rest = len(self.covers) - limit
+        return shown + (f" and {rest} more" if rest > 0 else "")
+
     @property
     def category(self) -> str:
         return ", ".join(CATEGORY_NAMES.get(c, c) for c in self.categories)

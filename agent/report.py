@@ -160,7 +160,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for g in group_hypotheses(hunt.hypotheses):  # those one experiment decided: one row
-        covers = f": {', '.join(g.covers)}" if len(g.ids) > 1 else ""
+        covers = f": {g.covers_text()}" if len(g.ids) > 1 else ""
         cells = [g.id, g.category, g.statement + covers, f"**{g.status}**", g.reason]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "## Proposed action", ""]

@@ -110,7 +110,7 @@ def show(
         "",
     ]
     for g in group_hypotheses(hyps):  # those one experiment decided: one line, listing what it covers
-        covers = f" ({', '.join(g.covers)})" if len(g.ids) > 1 else ""
+        covers = f" ({g.covers_text()})" if len(g.ids) > 1 else ""
         lines.append(f"- {g.id} [{g.category}] **{g.status}**: {g.statement}{covers} - {g.reason}")
     lines += ["", "## Measurements", ""]
     lines += [

@@ -76,7 +76,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     hyps.add_column("verdict", no_wrap=True)
     hyps.add_column("evidence", ratio=3)
     for g in group_hypotheses(hunt.hypotheses):
-        statement = g.statement + (": " + ", ".join(g.covers) if len(g.ids) > 1 else "")
+        statement = g.statement + (": " + g.covers_text() if len(g.ids) > 1 else "")
         hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), g.reason)
     parts += [hyps, Text("")]
 

@@ -49,9 +49,13 @@ def test_every_case_names_its_report_fix_licence_and_full_shas_and_its_bundle_ho
         assert built.truth["root_causes"] == [{"kind": "commit", "ref": case.culprit}]
 
 
-def test_the_lizard_culprit_came_in_through_a_merged_side_branch(tmp_path):
-    case = load_case(LIZARD)
-    repo = build_case(LIZARD, tmp_path / "c").repo
+MERGED = [LIZARD, REAL / "pygments_lua_indent" / "case.toml"]
+
+
+@pytest.mark.parametrize("spec", MERGED, ids=[p.parent.name for p in MERGED])
+def test_these_culprits_came_in_through_a_merged_side_branch(tmp_path, spec):
+    case = load_case(spec)
+    repo = build_case(spec, tmp_path / "c").repo
     mainline = git(repo, "rev-list", "--first-parent", f"{case.good}..{case.bad}").split()
     assert case.culprit not in mainline and case.culprit in git(repo, "rev-list", f"{case.good}..{case.bad}").split()
 

@@ -164,3 +164,20 @@ def test_untested_packages_for_one_reason_are_one_row_not_a_page():
     groups = group_hypotheses(hs)
     assert [g.id for g in groups] == ["h1-h97", "h98", "h99"]
     assert groups[0].statement == "97 packages" and groups[0].covers[:2] == ["pkg1", "pkg2"]
+    # the row names the first twelve and counts the rest
+    assert groups[0].covers_text() == ", ".join(f"pkg{i}" for i in range(1, 13)) + " and 85 more"
+    assert groups[1].covers_text() == ""  # one member: the statement says it all
+
+
+def test_a_stored_runs_grouped_row_names_packages_not_whole_statements(tmp_path):
+    """``sleuth show`` groups the store's rows: each member is named by its subject (the package),
+    as the live report does, not by its whole statement."""
+    from transcripts.store import Store
+
+    why = "a benchmark command has no launch to put old versions in"
+    hs = [_h(i, "dependencies", f"pkg{i}", "inconclusive", why, []) for i in range(1, 4)]
+    store = Store(tmp_path / "runs.db")
+    store.start_run("r1")
+    store.put_hypotheses("r1", [h.model_dump() for h in hs])
+    (group,) = group_hypotheses(store.hypotheses("r1"))
+    assert group.statement == "3 packages" and group.covers == ["pkg1", "pkg2", "pkg3"]

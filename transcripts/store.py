@@ -416,8 +416,11 @@ class Store:
                         "status": h["status"],
                         "reason": redact(h["reason"]),
                         "evidence": json.dumps(h["evidence"]),
+                        # what it is about (a package, a variable, a file): how a grouped row names it
+                        "subject": h.get("subject"),
                     },
                     pk=("run", "hid"),
+                    alter=True,  # stores made before ``subject`` gain the column
                 )
 
     # -- reading -------------------------------------------------------------------------------
