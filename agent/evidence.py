@@ -3,9 +3,10 @@
 - **Strength.** A cause is ``proven`` when a fresh A/B decided it (the confirmation, or for an
   environment variable, a patch, a package or a flag its own A/B, which is its proof), ``observed``
   when a reading is the evidence (hardware), ``likely`` when it was only named (a bisection whose
-  confirmation did not run). The deciding p-value is corrected for the number of A/B tests the hunt
-  made (Bonferroni: p x tests, at most 1): a hunt that tries twenty things finds one at p = 0.05 by
-  chance, so the report says how many were tried.
+  confirmation did not run, or could not: neither the revert nor the culprit's parent builds).
+  The deciding p-value is corrected for the number of A/B tests the hunt made (Bonferroni: p x
+  tests, at most 1): a hunt that tries twenty things finds one at p = 0.05 by chance, so the
+  report says how many were tried.
 - **Shape.** A bisection assumes one step. The levels of the commits it probed say whether that
   held: a probed level between good and HEAD (beyond a quarter of the drop from both) means the
   drop came in steps. Each named culprit gets its step (its level against the probed level before
@@ -39,7 +40,7 @@ def strength(hunt: Hunt) -> dict | None:
     p = hunt.confirmation.get("p_value")
     if kind == "hardware":
         level = "observed"
-    elif hunt.confirmation.get("ok"):
+    elif hunt.confirmation.get("ok") and not hunt.confirmation.get("untestable"):
         level = "proven"
     elif kind in ("env", "uncommitted", "dependency", "config", "multiple") and any(
         h.status == "supported" and h.category in DECIDES for h in hunt.hypotheses

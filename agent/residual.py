@@ -126,6 +126,7 @@ def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
         BisectConfig(
             higher_is_better=hunt.target.higher_is_better,
             no_ops=[p["sha"] for p in hunt.pruned] + [first],
+            ref_refresh=1 if hunt.target.command else 0,  # no launch: the ends beside each probe
         ),
     )
     for sha, got in seen.items():

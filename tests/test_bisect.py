@@ -180,3 +180,38 @@ def test_the_commit_graph_says_which_commits_of_the_range_hold_an_ancestor_merge
     assert g.holds("m", "s") and g.holds("m", "a") and g.holds("s", "s")
     assert not g.holds("b", "s") and not g.holds("a", "b")
     assert not g.holds("good", "a") and not g.holds("m", "good")  # outside the range: never held
+
+
+def _drifting(culprit: int, seed: int, drift: float = -0.0005):
+    """A 5 % step under 1 % noise on a machine whose level falls 0.05 % with every sample taken
+    (a long search ends several % below where it began: more than the step)."""
+    rng = np.random.default_rng(seed)
+    taken = [0]
+    calls: list[tuple[str, int]] = []
+
+    def probe(sha: str, n: int) -> list[float]:
+        calls.append((sha, n))
+        out = []
+        for _ in range(n):
+            mu = 100 * (0.95 if int(sha[1:]) >= culprit else 1) * (1 + drift * taken[0])
+            taken[0] += 1
+            out.append(float(rng.normal(mu, 0.01 * mu)))
+        return out
+
+    return probe, calls
+
+
+def test_references_re_measured_beside_each_probe_cancel_a_drift_larger_than_the_step():
+    shas, parents = chain(32)
+    exact = {0: 0, 1: 0}
+    for seed in range(8):
+        culprit = 5 + 3 * seed
+        for refresh in (0, 1):
+            probe, calls = _drifting(culprit, seed)
+            res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(ref_refresh=refresh))
+            exact[refresh] += [c.sha for c in res.culprits] == [shas[culprit]]
+            if refresh:  # one fresh sample of each end beside every probe
+                first_probe = next(i for i, (sha, _) in enumerate(calls) if sha not in (shas[0], shas[-1]))
+                assert calls[first_probe - 2 : first_probe] == [(shas[0], 1), (shas[-1], 1)]
+    # seeded, so the same every run: measured 7 of 8 with the ends re-measured, 3 of 8 without
+    assert exact[1] >= 6 and exact[0] <= 4, exact

@@ -60,8 +60,9 @@ def test_a_head_that_does_not_serve_is_hunted_to_the_commit_that_broke_it(scenar
     assert leftovers(scen.root, scen.repo) == ([], [])
 
 
-def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path):
-    """A build step per probe (``--setup``): a commit it fails on is unbuildable, not a culprit."""
+def _built_lib(tmp_path):
+    """A project with a build step (``sh build.sh``: fails while a file BROKEN exists) and a
+    benchmark of its one number; its first commit. Returns (repo, git, that commit)."""
     repo = tmp_path / "lib"
     repo.mkdir()
 
@@ -77,7 +78,20 @@ def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path)
     (repo / "build.sh").write_text("test ! -e BROKEN || { echo 'error: missing header lib.h' >&2; exit 1; }\n")
     git("add", ".")
     git("commit", "-qm", "init")
-    good = git("rev-parse", "HEAD")
+    return repo, git, git("rev-parse", "HEAD")
+
+
+def _hunt_built_lib(repo, good: str, tmp_path) -> dict:
+    r = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--good-value", "1.0", "--samples", "3", "--setup", "sh build.sh", "--json", "--db", tmp_path / "runs.db",
+    )  # fmt: skip
+    return json.loads(r.stdout)
+
+
+def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path):
+    """A build step per probe (``--setup``): a commit it fails on is unbuildable, not a culprit."""
+    repo, git, good = _built_lib(tmp_path)
     for i in range(4):  # a stretch that does not build
         (repo / "BROKEN").write_text(f"{i}\n")
         git("add", ".")
@@ -91,15 +105,44 @@ def test_commits_whose_setup_fails_are_skipped_listed_and_never_blamed(tmp_path)
         (repo / f"doc{i}.md").write_text("docs\n")
         git("add", ".")
         git("commit", "-qm", f"docs {i}")
-    r = sleuth_in_process(
-        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
-        "--good-value", "1.0", "--samples", "3", "--setup", "sh build.sh", "--json", "--db", tmp_path / "runs.db",
-    )  # fmt: skip
-    v = json.loads(r.stdout)
+    v = _hunt_built_lib(repo, good, tmp_path)
     assert v["root_cause"]["ref"] == culprit, v
     unbuildable = [b for b in v["broken"] if b["how"] == "does not build"]
     assert unbuildable and all("missing header" in b["failure"] for b in unbuildable)
     assert v["cost"]["build_s"] > 0 and v["cost"]["launches"] >= v["probes"]
+
+
+def test_a_culprit_next_to_an_unbuildable_commit_is_named_likely_with_that_commit_said(tmp_path):
+    """The slow change lands in the commit that fixes a build its parent broke: the parent cannot
+    be measured, so it may be the first bad commit, and the verdict says so. Reverting the culprit
+    at HEAD breaks the build again and its parent does not build: no A/B can confirm it, which
+    leaves it ``likely`` (not a failed hunt, not a refutation) and the fix a person's."""
+    repo, git, good = _built_lib(tmp_path)
+    for i in range(3):
+        (repo / f"doc{i}.md").write_text("docs\n")
+        git("add", ".")
+        git("commit", "-qm", f"docs {i}")
+    (repo / "BROKEN").write_text("x\n")
+    (repo / "lib.py").write_text("COST = 1.0  # refactor in progress\n")
+    git("add", ".")
+    git("commit", "-qm", "wip: half a refactor")
+    wip = git("rev-parse", "HEAD")
+    (repo / "BROKEN").unlink()
+    (repo / "lib.py").write_text("COST = 2.0  # refactor done\n")
+    git("add", "-A")
+    git("commit", "-qm", "finish the refactor")
+    culprit = git("rev-parse", "HEAD")
+    (repo / "doc9.md").write_text("docs\n")
+    git("add", ".")
+    git("commit", "-qm", "docs 9")
+    v = _hunt_built_lib(repo, good, tmp_path)
+    assert v["status"] == "concluded" and v["error"] is None, v
+    cause = v["root_cause"]
+    assert cause["ref"] == culprit and cause["evidence"] == "likely", cause
+    assert f"{wip[:10]} could not be measured (skipped) and borders it" in cause["summary"]
+    action = v["proposed_action"]
+    assert action["kind"] == "investigate" and "does not build" in action["detail"], action
+    assert git("status", "--porcelain") == "" and git("rev-parse", "HEAD") != culprit  # the checkout untouched
 
 
 def test_a_targets_slots_timeout_and_setup_reach_the_hunt_through_the_alert(tmp_path):

@@ -100,6 +100,12 @@ class BisectConfig(BaseModel):
     verify: bool = True
     sandwich_samples: int = 5  # per side: the fewest for which Mann-Whitney can reach p <= 0.01
     max_culprits: int = 4
+    # Fresh samples of each reference taken beside every probe; the probe is then compared with
+    # the references' most recent samples (as many as it has, at least ref_samples), so a level
+    # that drifts over a long search (a machine's load) falls on both sides alike. Worth it where a
+    # sample costs no launch (a benchmark command: the hunt sets 1); on a one-slot server host it
+    # would be two launches per probe, so 0 (the references measured once, at the start).
+    ref_refresh: int = 0
     # Commits known not to change the metric (they touch no file the workload executes: see
     # tools.codepath). Never probed and never blamed: the search splits only the others, and a
     # step between two probed commits lands on the one that is not a no-op.
@@ -431,14 +437,19 @@ def _pick(graph: CommitGraph, cand: int, exclude: set[str], k: int) -> list[str]
 
 def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig):
     n = cfg.initial_samples
+    for ref in (good, bad) if cfg.ref_refresh else ():
+        samples.fresh(ref, cfg.ref_refresh)  # beside the probe: the references' level now
     while True:
         try:
             c = samples.ensure(sha, n)
         except ProbeError:
             return "skip", len(samples.data.get(sha, [])), None, None, True
         # The references grow with the probe once it outgrows them (rank tests stay balanced).
-        g = samples.ensure(good, max(samples.ref_n, n))
-        b = samples.ensure(bad, max(samples.ref_n, n))
+        w = max(samples.ref_n, n)
+        g = samples.ensure(good, w)
+        b = samples.ensure(bad, w)
+        if cfg.ref_refresh:  # only their latest: the older ones were taken at another level
+            g, b = g[-w:], b[-w:]
         verdict, p_g, p_b, confident = _classify(g, b, c, cfg, at_cap=n >= cfg.max_samples)
         if verdict is not None:
             return verdict, len(c), p_g, p_b, confident

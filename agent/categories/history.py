@@ -9,10 +9,19 @@ revert on a new branch, or a person's merge when it conflicts.
 
 from __future__ import annotations
 
-from agent.experiments import ab, explains, fmt, fresh_ab, freshness, record_confirmation, set_verdict
+from agent.experiments import (
+    ab,
+    explains,
+    fmt,
+    fresh_ab,
+    freshness,
+    record_confirmation,
+    set_verdict,
+)
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
 from tools.bisect import BisectConfig, BisectResult, bisect
+from tools.measure import Unbuildable
 
 NAME = "history"
 
@@ -86,6 +95,8 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
             verify=bool(hunt.rejected_culprits),
             known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
             no_ops=no_ops,
+            # A benchmark command's sample costs no launch: re-measure the ends beside each probe.
+            ref_refresh=1 if hunt.target.command else 0,
         ),
     )
     known = {m.ref for m in hunt.measurements}
@@ -145,11 +156,26 @@ def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
             for c in res.culprits
         )
     )
+    bordering = [s for s in res.culprits[0].suspects if s != res.culprits[0].sha] if res.culprits else []
+    if bordering:  # skipped (unbuildable) commits between the last good one and the culprit
+        note = (
+            f"; {', '.join(s[:10] for s in bordering)} could not be measured (skipped) and "
+            f"{'borders' if len(bordering) == 1 else 'border'} it: the first bad commit may be "
+            + ("that one" if len(bordering) == 1 else "one of those")
+        )
+        hunt.root_summary += note
+        h.reason += note
     rt.say(hunt, "localize", f"culprit {hunt.root_summary}")
 
 
 def action(hunt: Hunt) -> Action:
     ref = hunt.root_ref
+    if hunt.confirmation.get("untestable"):
+        return Action(
+            kind="investigate",
+            ref=ref,
+            detail=f"{hunt.confirmation['why']}: no A/B could confirm {ref}; check it by hand before reverting",
+        )
     if hunt.confirmation.get("conflict"):
         return Action(
             kind="investigate",
@@ -185,12 +211,28 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
 
 
 def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
-    """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts, vs its parent)."""
+    """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts or does not
+    build, vs its parent). When neither A/B can be built the culprit stands as bisected, not
+    proven (``untestable``), and the fix is a person's: that is not a refutation."""
     plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
     # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
     n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))
-    if not plan.ok or plan.result["conflict"]:
-        return _confirm_against_parent(hunt, rt, plan, n)
+    try:
+        if not plan.ok or plan.result["conflict"]:
+            return _confirm_against_parent(hunt, rt, plan, n)
+        try:
+            return _confirm_by_revert(hunt, rt, plan, n)
+        except Unbuildable as exc:
+            return _confirm_against_parent(hunt, rt, plan, n, why=f"HEAD with it reverted {exc.how}: {exc.failure}")
+    except Unbuildable as exc:
+        why = f"{exc.label} ({exc.ref}) {exc.how}: {exc.failure}"
+        text = f"no A/B could be built ({why}): the culprit stands as bisected, not proven"
+        hunt.confirmation = {"ok": True, "untestable": True, "text": text, "why": why, "evidence": []}
+        rt.say(hunt, "confirm", f"NOT tested: {text}")
+        return True  # kept, as likely: nothing refuted it
+
+
+def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
     revert = plan.result["revert_sha"]
     cmp, head, fixed = fresh_ab(hunt, rt, ("HEAD", "HEAD"), ("HEAD+revert", revert), n)
     ok = explains(hunt, cmp, fixed, head)
@@ -198,10 +240,11 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
     return record_confirmation(hunt, rt, ok, cmp, text, [head.id, fixed.id], revert_sha=revert, plan=plan.result)
 
 
-def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
-    """The revert cannot be built (later commits changed the same lines): prove the culprit by an
-    A/B against its own parent instead; the fix is then a person's merge, not a prepared commit."""
-    why = plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
+def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int, why: str | None = None) -> bool:
+    """The revert cannot be made (later commits changed the same lines) or built: prove the
+    culprit by an A/B against its own parent instead; the fix is then a person's, not a prepared
+    commit."""
+    why = why or plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
     ref = hunt.root_ref or ""
     cmp, parent, culprit = fresh_ab(hunt, rt, ("culprit^", f"{ref}^"), ("culprit", ref), n)
     ok = explains(hunt, cmp, parent, culprit)
