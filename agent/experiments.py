@@ -29,6 +29,19 @@ def explains(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
     return cmp.verdict == "different" and is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
 
 
+def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
+    """A hypothesis' status from its A/B: ``supported`` when it explains the regression
+    (``explains``); ``refuted`` when the A/B says the two are the same, differ the wrong way or too
+    little, or its one-sided test rules out a gain that matters (``ruled_out``); ``inconclusive``
+    when it stayed unknown after all its rounds (noise too high for the samples): a refutation
+    there would send the hunt on to "the known-good commit measures like HEAD" on no evidence."""
+    if explains(hunt, cmp, fast, slow):
+        return "supported"
+    if cmp.verdict == "unknown" and not ruled_out(cmp):
+        return "inconclusive"
+    return "refuted"
+
+
 def min_effect_pct(hunt: Hunt) -> float:
     t = hunt.target
     if t.good_value and t.bad_value:

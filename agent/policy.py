@@ -147,7 +147,14 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         return
     if not sup:
         hunt.status = "inconclusive"
-        hunt.root_summary = "no hypothesis was supported; the regression is real but unexplained" + _packages_said(hunt)
+        # Tested but undecided (the A/B stayed unknown through all its rounds): say which, with
+        # their numbers, so the on-call knows it is noise against samples, not a clean bill.
+        undecided = [h for h in hunt.hypotheses if h.status == "inconclusive" and h.evidence]
+        rows = "; ".join(f"{h.id} [{h.category}] {h.reason}" for h in undecided[:3])
+        said = f"; undecided, the A/B stayed unknown: {rows}" if undecided else ""
+        hunt.root_summary = (
+            "no hypothesis was supported; the regression is real but unexplained" + said + _packages_said(hunt)
+        )
         return
     cats = sorted({h.category for h in sup}, key=categories.PRIORITY.index)
     if len(cats) > 1:  # several causes of different kinds: each one named, its share measured

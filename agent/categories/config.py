@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from agent.experiments import ab, explains, fmt, set_verdict
+from agent.experiments import ab, fmt, set_verdict, verdict_of
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
 
@@ -31,7 +31,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     h.subject = diff[0] if diff else "flags"
     set_verdict(
         [h],
-        "supported" if explains(hunt, cmp, old, cur) else "refuted",
+        verdict_of(hunt, cmp, old, cur),
         text,
         [old.id, cur.id],
     )

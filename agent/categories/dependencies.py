@@ -264,12 +264,10 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     cmp, now, old = experiments.ab(hunt, rt, now, old, "now", "deps-old", better="b")
     text = experiments.fmt(cmp, now, old, hunt.target.metric)
-    if experiments.explains(hunt, cmp, old, now):
-        experiments.set_verdict(group, "supported", text, [now.id, old.id])
-        if len(group) > 1:
-            _localize(hunt, rt, group, now, old)
-    else:
-        experiments.set_verdict(group, "refuted", text, [now.id, old.id])
+    status = experiments.verdict_of(hunt, cmp, old, now)
+    experiments.set_verdict(group, status, text, [now.id, old.id])
+    if status == "supported" and len(group) > 1:
+        _localize(hunt, rt, group, now, old)
 
 
 def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, old: Measured) -> None:

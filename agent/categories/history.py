@@ -17,6 +17,7 @@ from agent.experiments import (
     freshness,
     record_confirmation,
     set_verdict,
+    verdict_of,
 )
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
@@ -66,7 +67,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         text += f"; measured with the clean A/B in one experiment ({len(good.groups) + len(head.groups)} launches)"
     if env:
         text += f"; both with {', '.join(sorted(env))} blanked (they change nothing: see the clean A/B)"
-    status = "supported" if explains(hunt, cmp, good, head) else "refuted"
+    status = verdict_of(hunt, cmp, good, head)
     set_verdict([h], status, text, [good.id, head.id])
 
 
