@@ -31,13 +31,15 @@ def explains(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
 
 def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
     """A hypothesis' status from its A/B: ``supported`` when it explains the regression
-    (``explains``); ``refuted`` when the A/B says the two are the same, differ the wrong way or too
-    little, or its one-sided test rules out a gain that matters (``ruled_out``); ``inconclusive``
-    when it stayed unknown after all its rounds (noise too high for the samples): a refutation
-    there would send the hunt on to "the known-good commit measures like HEAD" on no evidence."""
+    (``explains``); ``inconclusive`` when it stayed unknown after all its rounds while its
+    estimate, in the right direction, is at least the smallest effect that matters and its
+    one-sided test does not rule such a gain out (noise too high for the samples: a refutation
+    there would send the hunt on to "the known-good commit measures like HEAD" on no evidence);
+    otherwise ``refuted`` (the same, the wrong way, too small by its estimate, or ruled out)."""
     if explains(hunt, cmp, fast, slow):
         return "supported"
-    if cmp.verdict == "unknown" and not ruled_out(cmp):
+    could = is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
+    if cmp.verdict == "unknown" and could and not ruled_out(cmp):
         return "inconclusive"
     return "refuted"
 

@@ -36,9 +36,15 @@ def test_a_clear_gain_supports_a_flat_one_refutes_and_an_undecided_one_stays_inc
     cmp = compare(noisy_now.samples, noisy_old.samples)
     assert cmp.verdict == "unknown"
     assert verdict_of(h, cmp, noisy_old, noisy_now) == "inconclusive"
-    # ...unless its one-sided test already rules out a gain large enough to matter.
+    # ...unless its one-sided test already rules out a gain large enough to matter,
     cmp.p_shortfall = 0.001
     assert verdict_of(h, cmp, noisy_old, noisy_now) == "refuted"
+    # ...or its estimate is under the smallest effect that matters (5 %, a quarter of the 20 % drop:
+    # "good 67 vs HEAD 63.9, -4.6 %, p = 0.19" cannot be the cause of a 30 % drop).
+    near = _m("old", [62.0, 97, 72, 90, 77, 101])
+    cmp = compare(noisy_now.samples, near.samples)
+    assert cmp.verdict == "unknown" and 0 < cmp.delta_pct < 5, cmp
+    assert verdict_of(h, cmp, near, noisy_now) == "refuted"
 
 
 def test_a_hunt_whose_history_ab_stayed_unknown_ends_inconclusive_saying_so_not_none():
