@@ -118,6 +118,8 @@ def score(
         action_right = action.get("kind") == "investigate"
     else:
         want = {ACTION_FOR.get(c["kind"]) for c in truth["root_causes"]}
+        if "revert" in want:  # the revert conflicts or cannot be built: a person's, naming the culprit
+            want.add("investigate")
         pins = [r.strip().split("==")[0] for r in str(action.get("ref") or "").split(",")]  # "pkg==1.0": pkg
         action_right = action.get("kind") in want and any(_matches(p, t) for p in pins for t in truth_refs)
     approved = False

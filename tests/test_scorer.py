@@ -91,3 +91,13 @@ def test_external_is_right_only_as_external_naming_nothing_with_a_person_to_inve
     assert right.exact and right.kind_right and right.action_right
     assert not run(verdict(kind="none", ref="", culprits=()), truth).exact  # "no regression" on a real drop
     assert not run(verdict(), truth).exact  # a commit blamed for the host
+
+
+def test_a_revert_a_person_must_make_is_the_right_action_when_it_names_the_culprit():
+    """When the culprit's revert conflicts with later work (or cannot be built), the hunt proposes
+    ``investigate`` on the culprit: right, as a revert of it would be; on another commit, wrong."""
+    one = {"scenario": "one", "kind": "commit", "root_causes": [{"kind": "commit", "ref": A}], "red_herrings": []}
+    assert run(verdict(action={"kind": "investigate", "ref": A}), one).action_right
+    assert run(verdict(action={"kind": "revert", "ref": A}), one).action_right
+    assert not run(verdict(action={"kind": "investigate", "ref": B}), one).action_right
+    assert not run(verdict(action={"kind": "restore", "ref": A}), one).action_right
