@@ -26,7 +26,13 @@ def explains(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
     """Does the A/B show a difference that could explain the regression: significant, in the
     right direction, and at least the smallest effect that matters? A significant 4 % step
     cannot explain a 21 % drop; with a noisy neighbour such steps are common."""
-    return cmp.verdict == "different" and is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
+    return cmp.verdict == "different" and _could_explain(hunt, cmp, fast, slow)
+
+
+def _could_explain(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
+    """The A/B's estimate, whatever its significance: the right way, and at least the smallest
+    effect that matters."""
+    return is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
 
 
 def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
@@ -38,8 +44,7 @@ def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
     otherwise ``refuted`` (the same, the wrong way, too small by its estimate, or ruled out)."""
     if explains(hunt, cmp, fast, slow):
         return "supported"
-    could = is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
-    if cmp.verdict == "unknown" and could and not ruled_out(cmp):
+    if cmp.verdict == "unknown" and _could_explain(hunt, cmp, fast, slow) and not ruled_out(cmp):
         return "inconclusive"
     return "refuted"
 

@@ -18,7 +18,7 @@ reproduced drop, the hunt goes on:
 from __future__ import annotations
 
 from agent import multiple
-from agent.categories.history import subject_of
+from agent.categories.history import ends_refresh, subject_of
 from agent.experiments import explains, fmt, fresh_ab, freshness
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
@@ -126,7 +126,7 @@ def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
         BisectConfig(
             higher_is_better=hunt.target.higher_is_better,
             no_ops=[p["sha"] for p in hunt.pruned] + [first],
-            ref_refresh=1 if hunt.target.command else 0,  # no launch: the ends beside each probe
+            ref_refresh=ends_refresh(hunt),
         ),
     )
     for sha, got in seen.items():

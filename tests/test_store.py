@@ -106,3 +106,19 @@ def test_measurements_hypotheses_search_and_runs(tmp_path):
         sqlite3.connect(tmp_path / "runs.db").execute("select name from sqlite_master where type = 'table'").fetchall()
     )
     assert {("runs",), ("events",), ("measurements",), ("hypotheses",), ("events_fts",)} <= tables
+
+
+def test_a_store_made_before_hypothesis_subjects_gains_the_column_and_keeps_its_rows(tmp_path):
+    db = tmp_path / "runs.db"
+    Store(db)
+    con = sqlite3.connect(db)
+    con.execute("alter table hypotheses drop column subject")  # as stores were before it
+    con.execute("insert into hypotheses (run, hid, category, statement, test, status, reason, evidence) "
+                "values ('r0', 'h1', 'history', 's', 't', 'refuted', 'why', '[]')")  # fmt: skip
+    con.commit()
+    con.close()
+    store = Store(db)
+    h = {"id": "h1", "category": "dependencies", "statement": "torch slows it", "test": "A/B", "status": "open",
+         "reason": "", "evidence": [], "subject": "torch"}  # fmt: skip
+    store.put_hypotheses("r1", [h])
+    assert store.hypotheses("r0")[0]["subject"] is None and store.hypotheses("r1")[0]["subject"] == "torch"

@@ -276,10 +276,13 @@ class Store:
                     "status": str,
                     "reason": str,
                     "evidence": str,
+                    "subject": str,  # what it is about (a package, a variable, a file): a grouped row's name
                 },
                 pk=("run", "hid"),
                 foreign_keys=[("run", "runs", "id")],
             )
+        elif "subject" not in db["hypotheses"].columns_dict:  # a store made before the column
+            db["hypotheses"].add_column("subject", str)
 
         if "packages" not in db.table_names():
             # What the server's Python had installed, per hunt (tools.packages): the reference a
@@ -416,11 +419,9 @@ class Store:
                         "status": h["status"],
                         "reason": redact(h["reason"]),
                         "evidence": json.dumps(h["evidence"]),
-                        # what it is about (a package, a variable, a file): how a grouped row names it
                         "subject": h.get("subject"),
                     },
                     pk=("run", "hid"),
-                    alter=True,  # stores made before ``subject`` gain the column
                 )
 
     # -- reading -------------------------------------------------------------------------------

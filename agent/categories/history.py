@@ -71,6 +71,12 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     set_verdict([h], status, text, [good.id, head.id])
 
 
+def ends_refresh(hunt: Hunt) -> int:
+    """Fresh samples of each end beside every probe (``BisectConfig.ref_refresh``): one where a
+    sample costs no launch (a benchmark command); none where each would be a server launch."""
+    return 1 if hunt.target.command else 0
+
+
 def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tuple[list[str], BisectResult]:
     """Bisect good..bad with the hunt's probes (budgeted, recorded); the culprits land in
     ``hunt.culprits`` and every probed commit's samples in its measurements."""
@@ -96,8 +102,7 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
             verify=bool(hunt.rejected_culprits),
             known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
             no_ops=no_ops,
-            # A benchmark command's sample costs no launch: re-measure the ends beside each probe.
-            ref_refresh=1 if hunt.target.command else 0,
+            ref_refresh=ends_refresh(hunt),
         ),
     )
     known = {m.ref for m in hunt.measurements}
@@ -224,9 +229,9 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
         try:
             return _confirm_by_revert(hunt, rt, plan, n)
         except Unbuildable as exc:
-            return _confirm_against_parent(hunt, rt, plan, n, why=f"HEAD with it reverted {exc.how}: {exc.failure}")
+            return _confirm_against_parent(hunt, rt, plan, n, why=str(exc))  # names the state that failed
     except Unbuildable as exc:
-        why = f"{exc.label} ({exc.ref}) {exc.how}: {exc.failure}"
+        why = str(exc)
         text = f"no A/B could be built ({why}): the culprit stands as bisected, not proven"
         hunt.confirmation = {"ok": True, "untestable": True, "text": text, "why": why, "evidence": []}
         rt.say(hunt, "confirm", f"NOT tested: {text}")
