@@ -25,7 +25,7 @@ from agent.categories import broken, dependencies, history
 from agent.experiments import record_outcome, set_verdict
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
-from tools.bisect import ProbeError
+from tools.bisect import BisectError, ProbeError
 from tools.measure import BrokenState
 from tools.packages import Change
 
@@ -157,10 +157,27 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         )
         return
     cats = sorted({h.category for h in sup}, key=categories.PRIORITY.index)
-    if len(cats) > 1:  # several causes of different kinds: each one named, its share measured
-        multiple.localize(hunt, rt, cats, lambda cat: categories.BY_NAME[cat].name(hunt, rt, sup))
-        return
-    categories.BY_NAME[cats[0]].name(hunt, rt, sup)
+    try:
+        if len(cats) > 1:  # several causes of different kinds: each one named, its share measured
+            multiple.localize(hunt, rt, cats, lambda cat: categories.BY_NAME[cat].name(hunt, rt, sup))
+            return
+        categories.BY_NAME[cats[0]].name(hunt, rt, sup)
+    except BisectError as exc:  # an end of the range stopped measuring: the finding, not a crash
+        _bisection_stopped(hunt, rt, sup, str(exc))
+
+
+def _bisection_stopped(hunt: Hunt, rt: Runtime, sup: list[Hypothesis], why: str) -> None:
+    """The supported hypotheses stand, but the search that would name the commit could not finish
+    (an end of the range failed to build, serve or run): an inconclusive hunt that says why and
+    what the A/Bs did show, so the on-call can take it from there."""
+    stopped = f"the bisection could not finish: {why.splitlines()[0]}"
+    hunt.status, hunt.root_kind, hunt.root_ref, hunt.culprits = "inconclusive", None, None, []
+    hunt.error = stopped  # where an inconclusive hunt says why (as a budget that ran out does)
+    said = "; ".join(f"{h.id} [{h.category}] {h.reason}" for h in sup[:3])
+    hunt.root_summary = f"{stopped}; supported: {said}"
+    for h in sup:
+        h.reason += f"; {stopped}"
+    rt.say(hunt, "localize", stopped)
 
 
 def _alert_within_noise(hunt: Hunt) -> bool:

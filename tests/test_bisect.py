@@ -215,3 +215,22 @@ def test_references_re_measured_beside_each_probe_cancel_a_drift_larger_than_the
                 assert calls[first_probe - 2 : first_probe] == [(shas[0], 1), (shas[-1], 1)]
     # seeded, so the same every run: measured 7 of 8 with the ends re-measured, 3 of 8 without
     assert exact[1] >= 6 and exact[0] <= 4, exact
+
+
+def test_an_end_that_fails_a_later_fresh_sample_stops_the_bisection_with_its_reason():
+    """With the ends re-measured beside every probe, an end can fail after the bisection began (a
+    run that hangs on a busy host): that ends it with the reason, as at the start, never as a
+    crash of the caller's hunt nor as a skip of the probe beside it."""
+    shas, parents = chain(16)
+    inner, _ = noisy(lambda s: 100.0 * (0.9 if int(s[1:]) >= 9 else 1), 0.01, 3)
+    asked = {"good": 0}
+
+    def probe(sha: str, n: int) -> list[float]:
+        if sha == shas[0]:
+            asked["good"] += 1
+            if asked["good"] == 3:  # its first samples, one refresh, then a failure
+                raise ProbeError("benchmark command timed out twice (10 s, then 20 s)")
+        return inner(sha, n)
+
+    with pytest.raises(BisectError, match="good reference c0000 cannot be measured: benchmark command timed out"):
+        bisect(parents, shas[0], shas[-1], probe, BisectConfig(ref_refresh=1))

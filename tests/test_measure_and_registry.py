@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from evals.lab.builder import build
 from evals.lab.demo import SEED_SPEC
 from evals.lab.measure import baseline_command, scenario_bench_config
 from evals.lab.spec import load_spec
+from tests.conftest import git_in
 from tools.bisect import ProbeError
 from tools.git import LocalGit
 from tools.host import LocalHost
@@ -349,3 +351,57 @@ def test_a_single_launch_pair_is_one_launch_per_side_in_the_order_given(lab):
     m._interleave(sides, own, True, lambda s, _v: order.append(s), single=True)  # then B A
     assert order == ["one-b"] * 4 + ["one-a"] * 4 and m.cost.launches - before == 4
     assert m.measure(a, own, 8).groups == [4, 4]
+
+
+def _stalling_repo(tmp_path, stalls: str) -> tuple[Path, str, Path]:
+    """A benchmark whose runs listed in ``stalls`` (1-based, "*" for every run from the third on)
+    sleep far past any timeout; the runs are counted in a file outside the repository."""
+    repo, runs = tmp_path / "stall", tmp_path / "runs.txt"
+    repo.mkdir()
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "bench.py").write_text(
+        "import pathlib, time\n"
+        f"runs = pathlib.Path({str(runs)!r})\n"
+        "n = len(runs.read_text()) + 1 if runs.exists() else 1\n"
+        "runs.write_text('x' * n)\n"
+        f"if {stalls!r} == '*' and n >= 3 or str(n) in {stalls!r}.split(','):\n"
+        "    time.sleep(60)\n"
+        "print(1.0)\n"
+    )
+    git("add", ".")
+    git("commit", "-qm", "init")
+    return repo, git("rev-parse", "HEAD"), runs
+
+
+def test_a_benchmark_run_that_outlasts_the_derived_timeout_once_is_run_again_with_twice_the_time(
+    tmp_path, monkeypatch
+):
+    """A busy host can stretch one run to ten times the slowest so far: that run is killed and
+    taken once more (with twice the time), and the state is measured, not called hanging."""
+    monkeypatch.setattr(Measurer, "MIN_SAMPLE_TIMEOUT_S", 1.0)
+    repo, sha, runs = _stalling_repo(tmp_path, "3")
+    with Measurer(LocalHost(), LocalGit(repo), tmp_path / "logs") as m:
+        got = m.measure(State(label="x", ref=sha, launch=""), Workload(command="python3 bench.py", metric="value"), 4)
+    assert got.samples == [1.0] * 4 and len(runs.read_text()) == 5  # run 3 killed, run 4 its retry
+
+
+def test_a_benchmark_that_hangs_on_its_retry_too_is_a_failed_probe_that_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(Measurer, "MIN_SAMPLE_TIMEOUT_S", 1.0)
+    repo, sha, runs = _stalling_repo(tmp_path, "*")
+    with (
+        Measurer(LocalHost(), LocalGit(repo), tmp_path / "logs") as m,
+        pytest.raises(ProbeError, match=r"benchmark command timed out twice \(\d+ s, then \d+ s\)"),
+    ):
+        m.measure(State(label="x", ref=sha, launch=""), Workload(command="python3 bench.py", metric="value"), 4)
+    assert len(runs.read_text()) == 4
+
+
+def test_a_sample_timeout_the_user_gave_is_never_stretched(tmp_path):
+    repo, sha, runs = _stalling_repo(tmp_path, "*")
+    with (
+        Measurer(LocalHost(), LocalGit(repo), tmp_path / "logs", sample_timeout_s=1.0) as m,
+        pytest.raises(ProbeError, match=r"benchmark command timed out \(1 s\)"),
+    ):
+        m.measure(State(label="x", ref=sha, launch=""), Workload(command="python3 bench.py", metric="value"), 4)
+    assert len(runs.read_text()) == 3

@@ -81,7 +81,7 @@ def test_sleuth_eval_names_every_real_culprit_offline(tmp_path, spec):
     proc = sleuth_in_process("eval", str(spec), "--json", "--db", str(tmp_path / "runs.db"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     row = json.loads(proc.stdout)["rows"][0]
-    assert row["repo_intact"] and row["status"] in ("awaiting_approval", "concluded"), row
+    assert row["repo_intact"] and row["status"] in ("awaiting_approval", "concluded"), (row["error"], row)
     if spec.parent.name in NOISY:  # scored, not asserted: bench/real_cases.py counts how often
         return
     assert row["exact"] and row["named"] == [load_case(spec).culprit], row

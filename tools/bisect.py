@@ -289,7 +289,7 @@ def bisect(
         # Is there another step above this one? Compare the culprit's level with the bad end.
         if not _more_steps(samples, culprit, bad, cfg):
             break
-        samples.ensure(culprit, cfg.ref_samples)  # it becomes a reference: give it a reference's samples
+        _reference(samples, culprit, "good", cfg.ref_samples)  # it becomes one: a reference's samples
         good_ref = culprit
         keep = graph.anc[bad] & ~graph.anc[culprit]
         remaining = {s: parents[s] for s in graph.members(keep)}
@@ -314,9 +314,12 @@ def bisect(
     )
 
 
-def _reference(samples: _Samples, ref: str, name: str, n: int) -> None:
+def _reference(samples: _Samples, ref: str, name: str, n: int, fresh: bool = False) -> list[float]:
+    """``n`` samples of an end of the range (``fresh``: ``n`` new ones); every probe is judged
+    against the ends, so one that cannot be measured, at the start or later, ends the bisection
+    with that reason (a ``BisectError``), never as a probe's skip."""
     try:
-        samples.ensure(ref, n)
+        return samples.fresh(ref, n) if fresh else samples.ensure(ref, n)
     except ProbeError as exc:
         raise BisectError(f"the {name} reference {ref[:10]} cannot be measured: {exc}") from exc
 
@@ -343,7 +346,7 @@ def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig) ->
     A lenient rank test (p <= 0.01) on the samples already taken: a false "yes" only costs a
     search, because every further culprit must pass its own verification sandwich."""
     a = samples.data.get(culprit, [])
-    b = samples.ensure(bad, max(len(a), samples.ref_n))
+    b = _reference(samples, bad, "bad", max(len(a), samples.ref_n))
     if len(a) < 3:
         return False
     c = compare(a, b, alpha=0.01, interval=False)
@@ -363,8 +366,8 @@ def _search(
 ) -> tuple[list[str] | None, int]:
     cand = graph.anc[bad]  # the culprit is bad or one of its ancestors in range
     known_bad = {bad}
-    samples.ensure(good, samples.ref_n)
-    samples.ensure(bad, samples.ref_n)
+    _reference(samples, good, "good", samples.ref_n)
+    _reference(samples, bad, "bad", samples.ref_n)
     rounds = 0
     with ThreadPoolExecutor(max_workers=max(1, cfg.k)) as pool:
         while True:
@@ -437,8 +440,8 @@ def _pick(graph: CommitGraph, cand: int, exclude: set[str], k: int) -> list[str]
 
 def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig):
     n = cfg.initial_samples
-    for ref in (good, bad) if cfg.ref_refresh else ():
-        samples.fresh(ref, cfg.ref_refresh)  # beside the probe: the references' level now
+    for ref, name in ((good, "good"), (bad, "bad")) if cfg.ref_refresh else ():
+        _reference(samples, ref, name, cfg.ref_refresh, fresh=True)  # beside the probe: their level now
     while True:
         try:
             c = samples.ensure(sha, n)
@@ -446,8 +449,8 @@ def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig)
             return "skip", len(samples.data.get(sha, [])), None, None, True
         # The references grow with the probe once it outgrows them (rank tests stay balanced).
         w = max(samples.ref_n, n)
-        g = samples.ensure(good, w)
-        b = samples.ensure(bad, w)
+        g = _reference(samples, good, "good", w)
+        b = _reference(samples, bad, "bad", w)
         if cfg.ref_refresh:  # only their latest: the older ones were taken at another level
             g, b = g[-w:], b[-w:]
         verdict, p_g, p_b, confident = _classify(g, b, c, cfg, at_cap=n >= cfg.max_samples)

@@ -232,6 +232,8 @@ class _Launched:
 
 
 class Measurer:
+    MIN_SAMPLE_TIMEOUT_S = 10.0  # the floor of a derived sample timeout (``sample_timeout``)
+
     def __init__(
         self,
         host: Host,
@@ -293,9 +295,14 @@ class Measurer:
         of them (at least 10 s): a request that takes ten times longer than any before is hung."""
         if self.sample_timeout_s is not None:
             return self.sample_timeout_s
-        if not self._sample_s:
+        if not self._derived_timeout():
             return configured
-        return min(configured, max(10.0, 10 * max(self._sample_s)))
+        return min(configured, max(self.MIN_SAMPLE_TIMEOUT_S, 10 * max(self._sample_s)))
+
+    def _derived_timeout(self) -> bool:
+        """Is a sample's timeout this run's own guess (ten times the slowest sample), not a number
+        the user gave? Only a guess is stretched once for a busy host; the user's holds."""
+        return self.sample_timeout_s is None and bool(self._sample_s)
 
     # -- one state ready to sample --------------------------------------------------------------
     def _start(self, key: str, state: State, workload: Workload, entry: dict) -> _Launched:
@@ -437,14 +444,22 @@ class Measurer:
         if out is not None:  # sglang appends to its --output-file: start from none
             self.host.run(["rm", "-f", out], timeout=self._bound(30))
         t0 = time.monotonic()
-        res = self.host.run(
-            cmd, cwd=worktree, env=state.env or None, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
-        )
+        timeout = self._bound(self.sample_timeout(self.health_timeout_s))
+        res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=timeout)
+        if res.timed_out and not self._at_deadline() and self._derived_timeout():
+            # Ten times the slowest run so far is a hang on a quiet host, but a busy one (a
+            # neighbour's build, a cold bytecode cache in a new worktree) can stretch one run
+            # that far: once more, with twice the time, before the state is called hanging.
+            first, timeout = timeout, self._bound(2 * timeout)
+            res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=timeout)
+            timeout_said = f"timed out twice ({first:.0f} s, then {timeout:.0f} s)"
+        else:
+            timeout_said = f"timed out ({timeout:.0f} s)"
         if res.timed_out and self._at_deadline():
             raise Deadline("the wall-time budget ran out during a benchmark command")
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
         if not res.ok:
-            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
+            why = timeout_said if res.timed_out else f"exit {res.exit_code}"
             raise ProbeError(f"benchmark command {why} in {worktree}: {tail[0][:200]}")
         try:
             written = None

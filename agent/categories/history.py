@@ -9,6 +9,8 @@ revert on a new branch, or a person's merge when it conflicts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.experiments import (
     ab,
     explains,
@@ -21,8 +23,8 @@ from agent.experiments import (
 )
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
-from tools.bisect import BisectConfig, BisectResult, bisect
-from tools.measure import Unbuildable
+from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
+from tools.measure import StateFailure
 
 NAME = "history"
 
@@ -217,25 +219,40 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
 
 
 def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
-    """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts or does not
-    build, vs its parent). When neither A/B can be built the culprit stands as bisected, not
-    proven (``untestable``), and the fix is a person's: that is not a refutation."""
+    """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts, or a side of that
+    A/B cannot be built, served or run, vs its parent). When neither A/B can be measured the
+    culprit stands as bisected, not proven (``untestable``), and the fix is a person's: that is
+    not a refutation, and not a crashed hunt."""
     plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
     # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
     n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))
     try:
         if not plan.ok or plan.result["conflict"]:
-            return _confirm_against_parent(hunt, rt, plan, n)
+            return _once_more(hunt, rt, lambda: _confirm_against_parent(hunt, rt, plan, n))
         try:
-            return _confirm_by_revert(hunt, rt, plan, n)
-        except Unbuildable as exc:
-            return _confirm_against_parent(hunt, rt, plan, n, why=str(exc))  # names the state that failed
-    except Unbuildable as exc:
-        why = str(exc)
-        text = f"no A/B could be built ({why}): the culprit stands as bisected, not proven"
+            return _once_more(hunt, rt, lambda: _confirm_by_revert(hunt, rt, plan, n))
+        except ProbeError as exc:
+            why = str(exc).splitlines()[0]  # names the state that failed
+            return _once_more(hunt, rt, lambda: _confirm_against_parent(hunt, rt, plan, n, why=why))
+    except ProbeError as exc:
+        why = str(exc).splitlines()[0]
+        text = f"no A/B could be measured ({why}): the culprit stands as bisected, not proven"
         hunt.confirmation = {"ok": True, "untestable": True, "text": text, "why": why, "evidence": []}
         rt.say(hunt, "confirm", f"NOT tested: {text}")
         return True  # kept, as likely: nothing refuted it
+
+
+def _once_more(hunt: Hunt, rt: Runtime, ab: Callable[[], bool]) -> bool:
+    """An A/B, taken afresh once more if a run failed for a reason that is not its state's own (a
+    run that outlasted its timeout twice on a busy host, GPUs taken by another process): a state
+    that does not build or serve (``StateFailure``) fails the same way again and is not retried."""
+    try:
+        return ab()
+    except ProbeError as exc:
+        if isinstance(exc, StateFailure):
+            raise
+        rt.say(hunt, "confirm", f"the A/B could not be measured ({str(exc).splitlines()[0]}): once more, afresh")
+        return ab()
 
 
 def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
@@ -247,9 +264,9 @@ def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
 
 
 def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int, why: str | None = None) -> bool:
-    """The revert cannot be made (later commits changed the same lines) or built: prove the
-    culprit by an A/B against its own parent instead; the fix is then a person's, not a prepared
-    commit."""
+    """The revert cannot be made (later commits changed the same lines), or its A/B cannot be
+    measured (a side does not build, serve or run): prove the culprit by an A/B against its own
+    parent instead; the fix is then a person's, not a prepared commit."""
     why = why or plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
     ref = hunt.root_ref or ""
     cmp, parent, culprit = fresh_ab(hunt, rt, ("culprit^", f"{ref}^"), ("culprit", ref), n)

@@ -1,0 +1,91 @@
+"""A benchmark run that fails in the middle of a hunt (exits non-zero, outlasts its timeout) is a
+finding the verdict reports, never a crashed ("failed") hunt: at an end of the bisection range the
+hunt stops inconclusive and says why; in the confirmation the culprit is proven another way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import git_in, sleuth_in_process
+
+# One number per run, from lib.COST; the run fails (exit 1) where ``FAILS`` says, which the bench
+# decides from the commit subject of the checkout it runs in.
+BENCH = """\
+import pathlib, random, subprocess, sys
+import lib
+subject = subprocess.run(["git", "log", "-1", "--format=%s"], capture_output=True, text=True).stdout.strip()
+marker = pathlib.Path({marker!r})
+{fails}
+print(lib.COST * random.gauss(1, 0.005))
+"""
+
+
+def _project(tmp_path: Path, fails: str, only_culprit_in_lib: bool) -> tuple[Path, str, str]:
+    """init (good), six commits of which ``change 3`` doubles the cost; the others touch notes
+    files (``only_culprit_in_lib``: the bisection prunes them) or lib.py's comment line (each is
+    probed). Returns (repo, good, culprit)."""
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "bench.py").write_text(BENCH.format(marker=str(tmp_path / "marker"), fails=fails))
+    (repo / "lib.py").write_text("COST = 1.0\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    good = culprit = git("rev-parse", "HEAD")
+    for i in range(1, 7):
+        if i == 3 or not only_culprit_in_lib:  # alone in lib.py, its revert is clean
+            (repo / "lib.py").write_text(
+                f"COST = {2.0 if i >= 3 else 1.0}\n" + ("" if only_culprit_in_lib else f"# {i}\n")
+            )
+        else:
+            (repo / f"notes{i}.txt").write_text(f"{i}\n")
+        git("add", ".")
+        git("commit", "-qm", f"change {i}")
+        if i == 3:
+            culprit = git("rev-parse", "HEAD")
+    return repo, good, culprit
+
+
+def _hunt(repo: Path, good: str, tmp_path: Path) -> dict:
+    r = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--good-value", "1.0", "--samples", "3", "--json", "--db", tmp_path / "runs.db",
+    )  # fmt: skip
+    return json.loads(r.stdout)
+
+
+def test_a_benchmark_that_fails_at_head_with_the_culprit_reverted_is_confirmed_against_its_parent(tmp_path):
+    """The prepared revert's checkout cannot run the benchmark (here: it exits 1 there, as a
+    benchmark that needs a file the culprit added would): the A/B is taken once more, then the
+    culprit is proven against its own parent, and the fix is a person's."""
+    fails = "if subject.startswith('Revert'):\n    sys.exit('needs a file the revert removed')"
+    repo, good, culprit = _project(tmp_path, fails, only_culprit_in_lib=True)
+    v = _hunt(repo, good, tmp_path)
+    assert v["status"] == "concluded" and v["error"] is None, v
+    cause = v["root_cause"]
+    assert cause["ref"] == culprit and cause["evidence"] == "proven", cause
+    assert "benchmark command exit 1" in v["proposed_action"]["detail"], v["proposed_action"]
+    assert v["proposed_action"]["kind"] == "investigate"
+
+
+def test_an_end_of_the_range_that_stops_running_mid_bisection_ends_the_hunt_inconclusive_with_the_reason(
+    tmp_path,
+):
+    """The known-good commit runs for the history A/B, then fails once the bisection has probed
+    inside the range (a fresh sample of each end is taken beside every probe): the hunt is
+    inconclusive, names the end and the failure, and keeps what the A/B showed."""
+    fails = (
+        "if subject not in ('init', 'change 6'):\n    marker.touch()\n"
+        "if subject == 'init' and marker.exists():\n    sys.exit('the good commit stopped running')"
+    )
+    repo, good, _culprit = _project(tmp_path, fails, only_culprit_in_lib=False)
+    v = _hunt(repo, good, tmp_path)
+    assert v["status"] == "inconclusive" and v["root_cause"] is None, v
+    why = v["error"]
+    assert f"the bisection could not finish: the good reference {good[:10]} cannot be measured" in why, v
+    assert "benchmark command exit 1" in why, why
+    history = next(h for h in v["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "supported" and why in history["reason"], history  # what the A/B showed stands
+    assert git_in(repo)("status", "--porcelain") == ""
