@@ -31,6 +31,7 @@ from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
+from tools.bisect import ProbeError
 from transcripts.cassette import Cassette, EventChecker, ReplayStop, Resumption
 from transcripts.lease import RunLease
 from transcripts.store import Store, StoreUnavailable, layout, unavailable
@@ -206,7 +207,13 @@ class Hunter:
         ev = hunt.confirmation.get("evidence", [])
         prev = next((m for m in hunt.measurements if m.id == (ev[1] if len(ev) > 1 else "")), None)
         n = (len(prev.samples) if prev else hunt.budget.samples) + hunt.budget.samples
-        after = rt.measure(hunt, "after-revert", a.branch or a.revert_sha, samples=n)  # fresh samples on top
+        try:
+            after = rt.measure(hunt, "after-revert", a.branch or a.revert_sha, samples=n)  # fresh samples on top
+        except ProbeError as exc:  # the applied branch does not build, serve or run: say so, with why
+            why = str(exc).splitlines()[0]
+            hunt.after = {"error": why, "measurement": None}
+            rt.say(hunt, "verify", f"after the revert: not re-measured ({why})")
+            return
         now = hunt.get(hunt.reproduced) if hunt.reproduced else None
         good = hunt.target.good_value
         rec = None

@@ -154,7 +154,7 @@ def _confirmation_panel(ax, hunt: Hunt) -> None:
         meds.append(m.median)
         errs[0].append(m.median - m.ci_low)
         errs[1].append(m.ci_high - m.median)
-    if hunt.after:
+    if hunt.after and "median" in hunt.after:  # not when the applied fix could not be re-measured
         a = hunt.after
         labels.append("after the\napproved fix")
         meds.append(a["median"])

@@ -100,7 +100,9 @@ def number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         (m.label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
         for m in latest.values()
     ]
-    if hunt.after:
+    if hunt.after and hunt.after.get("error"):  # the applied fix could not be re-measured
+        rows.append(("after the approved revert", "", "not measured", "", hunt.after["error"]))
+    elif hunt.after:
         a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
         interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
         recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""

@@ -89,3 +89,22 @@ def test_an_end_of_the_range_that_stops_running_mid_bisection_ends_the_hunt_inco
     history = next(h for h in v["hypotheses"] if h["category"] == "history")
     assert history["status"] == "supported" and why in history["reason"], history  # what the A/B showed stands
     assert git_in(repo)("status", "--porcelain") == ""
+
+
+def test_an_approved_revert_that_no_longer_runs_is_reported_not_re_measured_with_the_reason(tmp_path):
+    """Hours after the hunt, the person approves; by then the revert's checkout cannot run the
+    benchmark (here a marker file makes it exit 1 there). The branch is applied as approved, the
+    re-measurement says why it could not be taken, and the run ends concluded, not failed."""
+    fails = "if subject.startswith('Revert') and marker.exists():\n    sys.exit('the runner image changed')"
+    repo, good, culprit = _project(tmp_path, fails, only_culprit_in_lib=True)
+    v = _hunt(repo, good, tmp_path)
+    assert v["status"] == "awaiting_approval" and v["proposed_action"]["kind"] == "revert", v
+    (tmp_path / "marker").touch()
+    proc = sleuth_in_process("approve", v["run_id"], "--db", tmp_path / "runs.db", "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    after = json.loads(proc.stdout)
+    assert after["status"] == "concluded" and after["proposed_action"]["status"] == "applied", after
+    assert after["after"]["measurement"] is None and "benchmark command exit 1" in after["after"]["error"], after
+    report = (tmp_path / "runs" / v["run_id"] / "report.md").read_text()
+    assert "| after the approved revert | not measured |" in report, report
+    assert f"refs/heads/sleuth/revert-{culprit[:10]}" in git_in(repo)("for-each-ref", "--format=%(refname)")

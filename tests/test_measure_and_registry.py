@@ -374,9 +374,7 @@ def _stalling_repo(tmp_path, stalls: str) -> tuple[Path, str, Path]:
     return repo, git("rev-parse", "HEAD"), runs
 
 
-def test_a_benchmark_run_that_outlasts_the_derived_timeout_once_is_run_again_with_twice_the_time(
-    tmp_path, monkeypatch
-):
+def test_a_benchmark_run_that_outlasts_the_derived_timeout_once_is_run_again_with_twice_the_time(tmp_path, monkeypatch):
     """A busy host can stretch one run to ten times the slowest so far: that run is killed and
     taken once more (with twice the time), and the state is measured, not called hanging."""
     monkeypatch.setattr(Measurer, "MIN_SAMPLE_TIMEOUT_S", 1.0)
