@@ -25,11 +25,12 @@ import json
 from pathlib import Path
 
 from agent.categories.uncommitted import changed_files
-from agent.experiments import ab, explains, fmt, record_confirmation
+from agent.experiments import ab, explains, fmt, record_confirmation, record_outcome
 from agent.llm_tools import Surface, trim
 from agent.policy import Methodical, confirm, propose
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt, LLMSettings
+from tools.bisect import ProbeError
 
 SYSTEM_PROMPT = Path(__file__).with_name("system_prompt.md")
 MAX_FAILED_CONFIRMATIONS = 2
@@ -198,7 +199,11 @@ class LLMPolicy(Methodical):
         else:  # hardware (its reading is the evidence), dependency (no A/B here)
             hunt.confirmation = {"ok": True, "text": f"no A/B for a {k} cause: the model's evidence stands"}
             return True
-        cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label, better="b")
+        try:
+            cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label, better="b")
+        except ProbeError as exc:  # a side does not build, serve or run: the model hears why
+            why = f"the A/B of {fixed.label} could not be measured: {str(exc).splitlines()[0]}"
+            return record_outcome(hunt, rt, False, why, [])
         ok = explains(hunt, cmp, fixed, now)
         return record_confirmation(hunt, rt, ok, cmp, fmt(cmp, now, fixed, hunt.target.metric), [now.id, fixed.id])
 

@@ -20,7 +20,7 @@ from agent.state import Budget, Conversation, Hunt, Hypothesis, LLMSettings, Mea
 from evals.fingerprint import fingerprint
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_in_process
+from tests.conftest import git_in, sleuth_in_process
 from tests.llm_server import ScriptedLLM
 from tests.test_replay import NO_WORLD, sleuth
 
@@ -466,3 +466,43 @@ def test_a_supported_verdict_must_cite_numbers_that_show_it():
         "record_verdict", {"id": "h2", "status": "supported", "reason": "the A/B", "evidence": ["good", "head"]}, None
     )
     assert ok.valid and hunt.hyp("h2").status == "supported" and hunt.hyp("h2").evidence == ["m1", "m3"]
+
+
+def test_a_confirmation_that_cannot_be_measured_goes_back_to_the_model_with_the_reason(tmp_path, monkeypatch):
+    """The model blames a variable; the graph's own A/B blanks it, and the benchmark cannot run
+    with it blank (it exits 1). That is the model's to hear, with why, not a crashed hunt: after
+    two such conclusions the run is inconclusive and says what failed."""
+    repo = tmp_path / "envy"
+    repo.mkdir()
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "bench.py").write_text(
+        "import os, random, sys\n"
+        "slow = os.environ.get('SLOW_MODE')\n"
+        "if slow == '':\n    sys.exit('SLOW_MODE is set but empty')\n"
+        "print((2.0 if slow == '1' else 1.0) * random.gauss(1, 0.005))\n"
+    )
+    git("add", ".")
+    git("commit", "-qm", "init")
+    monkeypatch.setenv("SLOW_MODE", "1")
+    env = {
+        "category": "environment",
+        "statement": "SLOW_MODE doubles the cost",
+        "test": "now vs SLOW_MODE=0",
+    }
+    conclude = ("conclude", {"kind": "env", "ref": "SLOW_MODE", "hypothesis": "h1", "summary": "SLOW_MODE=1"})
+    script = [
+        calls(("state_hypothesis", env)),
+        calls(("measure", {"label": "fast", "ref": "WORKTREE", "env": {"SLOW_MODE": "0"}})),
+        lambda b: calls(("compare", {"a": "now", "b": "fast"})),
+        lambda b: calls(verdict_from(b, "h1", "now", "fast", last(b, "compare"))),
+        calls(conclude),
+        calls(conclude),
+    ]
+    with ScriptedLLM(script) as llm:
+        proc = tiny_hunt(repo, git("rev-parse", "HEAD"), llm, tmp_path / "r.db")
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive" and v["error"] is None, v
+    told = llm.requests[-1]["messages"][-1]["content"]
+    assert "did not survive the confirmation A/B: the A/B of now-without-SLOW_MODE could not be measured" in told
+    assert "benchmark command exit 1" in told and "SLOW_MODE is set but empty" in told, told
