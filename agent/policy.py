@@ -37,6 +37,11 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
     except BrokenState as exc:  # it does not serve at all: that is the finding to hunt
         broken.reproduce(hunt, rt, exc)
         return
+    except ProbeError as exc:  # it cannot be measured (a benchmark that fails, GPUs taken): say why
+        hunt.status = "inconclusive"
+        hunt.error = f"the working tree cannot be measured: {str(exc).splitlines()[0]}"
+        rt.say(hunt, "reproduce", hunt.error)
+        return
     t = hunt.target
     # The alert's good value is one number; "now" is a sample. While that number lies inside the
     # median's confidence interval, a drop cannot be told from noise: take more samples (twice, at

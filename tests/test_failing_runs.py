@@ -108,3 +108,15 @@ def test_an_approved_revert_that_no_longer_runs_is_reported_not_re_measured_with
     report = (tmp_path / "runs" / v["run_id"] / "report.md").read_text()
     assert "| after the approved revert | not measured |" in report, report
     assert f"refs/heads/sleuth/revert-{culprit[:10]}" in git_in(repo)("for-each-ref", "--format=%(refname)")
+
+
+def test_a_benchmark_that_cannot_run_now_ends_the_hunt_inconclusive_with_its_error_line(tmp_path):
+    """Nothing to compare with when the working tree's benchmark fails: the hunt stops at once,
+    inconclusive, with the failing command's last line, and leaves the checkout as it was."""
+    fails = "if subject == 'change 6':\n    sys.exit('ModuleNotFoundError: No module named numpy')"
+    repo, good, _culprit = _project(tmp_path, fails, only_culprit_in_lib=True)
+    v = _hunt(repo, good, tmp_path)
+    assert v["status"] == "inconclusive" and v["hypotheses"] == [], v
+    assert v["error"].startswith("the working tree cannot be measured: benchmark command exit 1"), v["error"]
+    assert "No module named numpy" in v["error"]
+    assert git_in(repo)("status", "--porcelain") == ""
