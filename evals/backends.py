@@ -4,7 +4,8 @@ Both hand back, per job, the plain dict ``runner.run_job`` returns (the run's ev
 hypotheses, verdict, the truth for the scorer); only the driver writes the SQLite store, so the
 store never crosses the wire and results are identical in kind whichever backend ran them.
 
-What a Ray task receives: the ``Job`` (the spec's *text*, so no shared disk is needed, and the
+What a Ray task receives: the ``Job`` (``job.shipped``: the spec's *text* and, for a real case,
+the files of its folder - its git bundle and benchmark script - so no shared disk is needed; the
 policy settings; the LLM API key only through the worker's own environment). The worker builds the
 scenario from the spec, hunts it and reads the truth back for the scorer; the hunt itself is given
 the alert and the repository only - never the spec or truth.json - exactly as with local workers.
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from evals.job import Job, run_job
+from evals.job import Job, run_job, shipped
 
 DEFAULT_RESOURCE = "sleuth-lab"  # the kind of host a lab scenario needs: any CPU box with python3 and git
 
@@ -110,8 +111,7 @@ class RayBackend:
             return
         ray = self._init()
         task = ray.remote(run_job_on_ray).options(num_cpus=self.num_cpus, resources={self.resource: 1}, max_retries=0)
-        pending = {task.remote(j.model_copy(update={"spec_text": j.spec_text or Path(j.spec).read_text()})): j
-                   for j in jobs}  # fmt: skip
+        pending = {task.remote(shipped(j)): j for j in jobs}  # its spec and case files travel with it
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             ref = done[0]

@@ -13,7 +13,7 @@ import time
 import traceback
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent.state import LLMSettings
 from transcripts.store import Store
@@ -26,8 +26,24 @@ class Job(BaseModel):
     model: str | None = None
     llm: LLMSettings | None = None  # the LLM policy's endpoint and limits (the API key stays in the env)
     spec_text: str | None = None  # the spec itself, for a worker that does not share the driver's disk
+    # A real case's folder (bundle, bench script, licence) by file name, for such a worker too: a
+    # lab spec builds everything from its text, a real case needs these bytes. Never in a dump.
+    case_files: dict[str, bytes] | None = Field(default=None, exclude=True)
     max_probes: int = 20
     max_wall_s: float = 900
+
+
+def shipped(job: Job) -> Job:
+    """The job as a worker on another machine needs it: the spec's text and, for a real case, the
+    files of its folder (``case_files``), so nothing is read from the driver's disk there."""
+    from evals.realworld import is_real
+
+    text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
+    files = None
+    if is_real(text) and job.case_files is None:
+        folder = Path(job.spec).parent
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    return job.model_copy(update={"spec_text": text, "case_files": files or job.case_files})
 
 
 def _candidates(repo: Path, truth: dict, spec_text: str) -> int:
@@ -61,7 +77,13 @@ def run_job(job: Job) -> dict:
         spec_file = work / Path(job.spec).name
         spec_file.write_text(spec_text)
         if is_real(spec_text):  # a public project's own history (evals.realworld), not a lab build
-            res = build_case(spec_file, work / "case", spec_text, case_dir=Path(job.spec).parent)
+            case_dir = Path(job.spec).parent
+            if job.case_files is not None:  # shipped: this worker does not share the driver's disk
+                case_dir = work / "case-files"
+                case_dir.mkdir()
+                for name, data in job.case_files.items():
+                    (case_dir / name).write_bytes(data)
+            res = build_case(spec_file, work / "case", spec_text, case_dir=case_dir)
             target, scenario, spec = res.target, None, None
         else:
             res = build(load_spec(spec_file), work / "scenario")

@@ -107,3 +107,22 @@ def test_a_case_with_a_short_sha_is_bad_input_naming_the_field(tmp_path):
     proc = sleuth_in_process("eval", str(spec), "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {spec}: culprit:")
+
+
+def test_a_real_case_ships_its_folder_to_a_worker_that_does_not_share_the_drivers_disk(tmp_path):
+    """A Ray worker on another machine gets the spec's text and the case's files (bundle, bench
+    script) in the job; it builds and hunts the case from those alone (here the spec path does
+    not exist, as on such a worker), and a lab spec needs none: its text builds everything."""
+    from evals.job import Job, run_job, shipped
+
+    job = shipped(Job(spec=str(LIZARD), max_wall_s=8))
+    files = job.case_files or {}
+    assert files["history.bundle"] == (LIZARD.parent / "history.bundle").read_bytes() and "bench.py" in files
+    assert "case_files" not in job.model_dump()  # never in a result row or the store
+    lab = shipped(Job(spec=str(REAL.parent / "core" / "noise_only.toml")))
+    assert lab.case_files is None and lab.spec_text
+    away = job.model_copy(update={"spec": str(tmp_path / "elsewhere" / "case.toml")})  # not on this disk
+    out = run_job(away)
+    assert "error" not in out, out.get("traceback")
+    assert out["truth"]["root_causes"] == [{"kind": "commit", "ref": load_case(LIZARD).culprit}]
+    assert out["measurements"] and out["repo_intact"]  # its benchmark ran from the shipped files
