@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisect_cost import pinpoint
 
 from evals.job import Job, run_job
-from evals.realworld import load_case, unbundle
+from evals.realworld import case_git, load_case, unbundle
 from evals.runner import score_result
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "suites" / "real"
@@ -54,13 +54,7 @@ def _run(cmd: str, cwd: Path) -> float | None:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "advice.detachedHead=false", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    ).stdout
+    return case_git(repo, *args).stdout
 
 
 def ours(spec: Path) -> dict:

@@ -96,15 +96,20 @@ class BuiltCase:
     truth: dict = field(default_factory=dict)
 
 
+def case_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """git in a case's repository (quiet about detached checkouts, bounded by ``GIT_TIMEOUT_S``)."""
+    base = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
+    return subprocess.run([*base, *args], check=check, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+
+
 def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
     """The case's history into a new repository at ``repo``, HEAD at the bad commit (detached is
     avoided: a branch ``main``, as a user's checkout would be). The shallow boundary is declared
     first, so git accepts a history cut below the known-good ref."""
     repo.mkdir(parents=True)
-    base = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
 
     def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run([*base, *args], check=check, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        return case_git(repo, *args, check=check)
 
     git("init", "-q", "-b", "main")
     if case.shallow:
