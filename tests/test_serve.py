@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.test_eval import TINY
-from transcripts.store import Store
+from transcripts.store import Store, layout
 
 TOKEN = "s3cret-token-for-tests"
 CONFIG = """
@@ -274,6 +275,97 @@ def test_the_queue_runs_each_job_as_a_process_with_the_targets_options(tmp_path)
     assert argv[argv.index("--repo") + 1] == str(tmp_path / "repo")
     assert argv[argv.index("--samples") + 1] == "3" and argv[argv.index("--max-probes") + 1] == "12"
     assert argv[-3:] == ["--db", str(tmp_path / "runs.db"), "--json"]
+
+
+def _failed(q: HuntQueue, run_id: str) -> dict | None:
+    job = q.job_for_run(run_id)
+    return job if job is not None and job["status"] == "failed" else None
+
+
+def _until(what: str, check, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(tmp_path):
+    """A hunt process that hangs (a stuck SSH session, a deadlock) must not hold the one slot (and
+    the node's GPUs) for ever: at its target's wall budget plus the grace to clean up it is sent
+    SIGTERM (then SIGKILL), the job fails saying so, and the alert queued behind it runs."""
+    (tmp_path / "t.toml").write_text(
+        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1")
+    )
+    marker, done = tmp_path / "first", tmp_path / "second"
+    # the first job ignores SIGTERM and hangs; the second records that it ran
+    stand_in = [sys.executable, "-c", textwrap.dedent(f"""
+        import pathlib, signal, time
+        if not pathlib.Path({str(marker)!r}).exists():
+            pathlib.Path({str(marker)!r}).touch()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(600)
+        pathlib.Path({str(done)!r}).touch()
+    """)]  # fmt: skip
+    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in, grace_s=1.0)
+    q.start()
+    try:
+        from agent.serve.payloads import Alert
+
+        first = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
+        other = {"alertname": "ThroughputRegression", "service": "minisglang", "host": "gpu-node-2"}
+        second = q.take(Alert(labels=other), "plain")
+        job = _until(
+            "the hung job to be stopped", lambda: (j := q.job_for_run(first["run_id"]))["status"] == "failed" and j
+        )
+        assert "ran past its wall budget (1 s) and 1 s to clean up" in job["error"], job
+        assert f"sleuth resume {first['run_id']}" in job["error"] and job["exit_code"] == -signal.SIGKILL
+        _until("the next job to run", lambda: q.job_for_run(second["run_id"])["status"] == "done")
+        assert done.exists()
+    finally:
+        q.stop()
+
+
+def test_an_adopted_job_whose_driver_outlives_its_budget_is_given_up_not_watched_for_ever(tmp_path):
+    """A restarted service watches a hunt the last one left running; when that driver is still
+    there far past its budget, the job fails naming its pid (not this service's process to kill)."""
+    (tmp_path / "t.toml").write_text(
+        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1")
+    )
+    db = tmp_path / "runs.db"
+    run_dir = layout(db).runs / "r-left"
+    run_dir.mkdir(parents=True)
+    driver = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, sys, time
+        fd = os.open({str(run_dir / "driver.lock")!r}, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print("held", flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert driver.stdout is not None and driver.stdout.readline().strip() == "held"
+        store = Store(db)
+        store.db["serve_jobs"].insert(
+            {"id": "j1", "created": 1, "status": "running", "kind": "hunt", "run_id": "r-left", "target": "minisglang",
+             "started": time.time(), "pid": driver.pid},
+            pk="id",
+        )  # fmt: skip
+        store.close()
+        q = HuntQueue(load_config(tmp_path / "t.toml"), db, grace_s=1.0)
+        try:
+            assert q.job_for_run("r-left")["status"] == "adopted"
+            job = _until(
+                "the adoption to be given up", lambda: (j := q.job_for_run("r-left"))["status"] == "failed" and j
+            )
+            assert f"its driver (pid {driver.pid}) still runs: ran past its wall budget (1 s)" in job["error"], job
+            assert driver.poll() is None  # left alone
+        finally:
+            q.stop()
+    finally:
+        driver.kill()
+        driver.wait(timeout=10)
 
 
 def test_a_hunt_that_cannot_start_shows_as_failed_with_its_reason(tmp_path):

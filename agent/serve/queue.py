@@ -48,10 +48,16 @@ def sleuth_command() -> list[str]:
     return [sys.executable, "-c", "from agent.cli import main; main()"]
 
 
+JOB_GRACE_S = 120.0  # past a job's wall budget: time to stop its servers and remove its worktrees
+
+
 class HuntQueue:
-    def __init__(self, config: ServeConfig, db: Path, command: list[str] | None = None) -> None:
+    def __init__(
+        self, config: ServeConfig, db: Path, command: list[str] | None = None, grace_s: float = JOB_GRACE_S
+    ) -> None:
         self.config, self.db = config, db
         self.command = command or sleuth_command()
+        self.grace_s = grace_s
         self.store = Store(db)
         self.work = layout(db).serve
         self.work.mkdir(parents=True, exist_ok=True)
@@ -174,7 +180,15 @@ class HuntQueue:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         self.procs[job["id"]] = proc
         self._update_job(job["id"], status="running", started=time.time(), pid=proc.pid, log=str(log))
-        rc = proc.wait()
+        budget = self.wall_budget(job)
+        try:
+            rc = proc.wait(timeout=budget + self.grace_s)
+        except subprocess.TimeoutExpired:  # it holds a slot (and a host's GPUs) far past its budget
+            _terminate(proc, wait_s=min(30.0, self.grace_s))
+            self.procs.pop(job["id"], None)
+            self._update_job(job["id"], status="failed", ended=time.time(), exit_code=proc.returncode,
+                             error=self._overran(job, budget, f"stopped (pid {proc.pid})"))  # fmt: skip
+            return
         self.procs.pop(job["id"], None)
         if self.stopping:
             return  # interrupted by the service's own stop: the next start continues it
@@ -185,6 +199,20 @@ class HuntQueue:
             ended=time.time(),
             exit_code=rc,
             error=None if rc in (0, 1) else (tail[0][:500] if tail else f"exit {rc}"),
+        )
+
+    def wall_budget(self, job: dict) -> float:
+        """The wall-time budget of a job's process: its target's (a hunt, and its resumption); an
+        approval's re-measurement gets a budget of its own, the largest of the targets'."""
+        t = next((x for x in self.config.targets if x.name == job.get("target")), None)
+        if t is not None:
+            return t.budget.max_wall_s
+        return max((x.budget.max_wall_s for x in self.config.targets), default=1800.0)
+
+    def _overran(self, job: dict, budget: float, what: str) -> str:
+        return (
+            f"{what}: ran past its wall budget ({budget:.0f} s) and {self.grace_s:.0f} s to clean up; "
+            f"`sleuth resume {job['run_id']}` continues the run once the cause is found"
         )
 
     def _next(self) -> dict | None:
@@ -218,14 +246,12 @@ class HuntQueue:
         self.stopping = True
         with self.wake:
             self.wake.notify_all()
-        for proc in list(self.procs.values()):
+        procs = list(self.procs.values())
+        for proc in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-        for proc in list(self.procs.values()):
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        for proc in procs:
+            _reap(proc)  # all told at once: each stops its servers in parallel
         for t in self.threads:
             t.join(timeout=5)
         self.store.close()
@@ -247,7 +273,13 @@ class HuntQueue:
         """An adopted job: wait (polling the run's lease) until its driver is gone, then treat it
         as a job the last service left behind: done if its run ended, continued otherwise."""
         run_dir = layout(self.db).runs / job["run_id"]
+        budget = self.wall_budget(job)
+        deadline = (job.get("started") or time.time()) + budget + self.grace_s
         while not self.stopping and is_driven(run_dir):
+            if time.time() > deadline:  # not this service's process to kill: said, and not continued
+                what = f"its driver (pid {job.get('pid')}) still runs" if job.get("pid") else "its driver still runs"
+                self._update_job(job["id"], status="failed", ended=time.time(), error=self._overran(job, budget, what))
+                return
             with self.wake:
                 self.wake.wait(timeout=1.0)
         if self.stopping:
@@ -269,6 +301,24 @@ class HuntQueue:
             self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
         elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
             self._put_job(kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch"))
+
+
+def _terminate(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
+    """SIGTERM a job's process group (a hunt stops its servers and removes its worktrees on it),
+    then SIGKILL what is left after ``wait_s``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    _reap(proc, wait_s)
+
+
+def _reap(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
+    """Wait for a job's process that was sent SIGTERM; SIGKILL its group after ``wait_s``."""
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=wait_s)
 
 
 def _target_args(t: ServeTarget) -> list[str]:
