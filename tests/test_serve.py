@@ -368,6 +368,74 @@ def test_an_adopted_job_whose_driver_outlives_its_budget_is_given_up_not_watched
         driver.wait(timeout=10)
 
 
+# A stand-in for ``sleuth hunt`` / ``sleuth resume`` whose store fails under it: it checkpoints the
+# run (its row left "running", or "failed" with a store error where that could be written) and
+# exits 1 with store_guard's line; from the call given by ``heals_at`` on (0: never) the store has
+# room again and the run ends.
+STORE_DOWN = """
+import pathlib, sys
+from transcripts.store import Store
+argv = sys.argv[1:]
+run_id = argv[argv.index("--run-id") + 1] if argv[0] == "hunt" else argv[1]
+store = Store(argv[argv.index("--db") + 1])
+calls = pathlib.Path({calls!r})
+calls.write_text(calls.read_text() + argv[0] + "\\n" if calls.exists() else argv[0] + "\\n")
+if {heals_at} and len(calls.read_text().split()) > {heals_at}:
+    store.update_run(run_id, status="concluded")
+    sys.exit(0)
+store.start_run(run_id)
+if {heals_at}:  # the row could still be written (a lock that came and went): graph._stopped's words
+    store.update_run(run_id, status="failed", error="store: database is locked (stopped at its last checkpoint)")
+print(f"error: STORE: database or disk is full; run {{run_id}} stopped at its last checkpoint")
+sys.exit(1)
+"""
+
+
+def _store_down_queue(tmp_path, heals_at: int) -> tuple[HuntQueue, Path]:
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo"))
+    calls = tmp_path / "calls.txt"
+    stand_in = [sys.executable, "-c", STORE_DOWN.format(calls=str(calls), heals_at=heals_at)]
+    return HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in, store_retry_s=0.3), calls
+
+
+def test_a_run_its_store_stopped_is_resumed_later_by_the_service(tmp_path):
+    """A full disk stops a hunt at its last checkpoint (exit 1, its run still 'running', no
+    driver): the service does not call that done. It resumes the run after ``store_retry_s``, and
+    the resumption, the disk having room again, ends it."""
+    q, calls = _store_down_queue(tmp_path, heals_at=1)
+    q.start()
+    try:
+        from agent.serve.payloads import Alert
+
+        taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
+        run_id = taken["run_id"]
+        _until("the run to end", lambda: q.store.run(run_id)["status"] == "concluded" if q.store.run(run_id) else None)
+        _until("the resumption's job to be done", lambda: q.job_for_run(run_id)["status"] == "done")
+        first, again = q._jobs("run_id = ?", [run_id])
+        assert first["status"] == "interrupted" and "STORE: database or disk is full" in first["error"], first
+        assert again["kind"] == "resume" and again["retry_of"] == first["id"]
+        assert again["started"] >= first["ended"] + 0.3  # not at once: the disk needs time
+        assert calls.read_text().split() == ["hunt", "resume"]
+    finally:
+        q.stop()
+
+
+def test_a_store_that_stays_down_is_tried_three_times_then_the_job_fails_with_the_reason(tmp_path):
+    q, calls = _store_down_queue(tmp_path, heals_at=0)
+    q.store_retry_s = 0.05  # 0.05, 0.2, 0.8 s
+    q.start()
+    try:
+        from agent.serve.payloads import Alert
+
+        run_id = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")["run_id"]
+        last = _until("the last try to fail", lambda: _failed(q, run_id))
+        assert "STORE: database or disk is full" in last["error"] and "(gave up after 3 tries)" in last["error"]
+        assert [j["status"] for j in q._jobs("run_id = ?", [run_id])] == ["interrupted"] * 3 + ["failed"]
+        assert calls.read_text().split() == ["hunt", "resume", "resume", "resume"]
+    finally:
+        q.stop()
+
+
 def test_a_hunt_that_cannot_start_shows_as_failed_with_its_reason(tmp_path):
     refuses = [
         sys.executable,

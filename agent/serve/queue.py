@@ -49,15 +49,22 @@ def sleuth_command() -> list[str]:
 
 
 JOB_GRACE_S = 120.0  # past a job's wall budget: time to stop its servers and remove its worktrees
+STORE_RETRY_S = 60.0  # a run stopped by its store: tried again after this, then 4x and 16x later
+STORE_RETRIES = 3
 
 
 class HuntQueue:
     def __init__(
-        self, config: ServeConfig, db: Path, command: list[str] | None = None, grace_s: float = JOB_GRACE_S
+        self,
+        config: ServeConfig,
+        db: Path,
+        command: list[str] | None = None,
+        grace_s: float = JOB_GRACE_S,
+        store_retry_s: float = STORE_RETRY_S,
     ) -> None:
         self.config, self.db = config, db
         self.command = command or sleuth_command()
-        self.grace_s = grace_s
+        self.grace_s, self.store_retry_s = grace_s, store_retry_s
         self.store = Store(db)
         self.work = layout(db).serve
         self.work.mkdir(parents=True, exist_ok=True)
@@ -193,6 +200,9 @@ class HuntQueue:
         if self.stopping:
             return  # interrupted by the service's own stop: the next start continues it
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        if rc in (0, 1) and self._unfinished(job):  # the store went away under it (a full disk, a lock)
+            self._retry(job, rc, tail[0][:500] if tail else f"exit {rc}")
+            return
         self._update_job(
             job["id"],
             status="done" if rc in (0, 1) else "failed",  # 1: the hunt ran and was inconclusive
@@ -200,6 +210,39 @@ class HuntQueue:
             exit_code=rc,
             error=None if rc in (0, 1) else (tail[0][:500] if tail else f"exit {rc}"),
         )
+
+    def _unfinished(self, job: dict) -> bool:
+        """Did a hunt's process end (0 or 1) without ending its run? Only a store it could not
+        write does that (``hunt_cmd.store_guard``): the run stopped at its last checkpoint, its row
+        ``failed`` with a "store: ..." error where that could still be written, else still
+        ``running`` with no driver; or, stopped before its first row, it has no row at all."""
+        if job["kind"] not in ("hunt", "resume"):
+            return False
+        run = self.store.run(job["run_id"])
+        if run is None:
+            return job["kind"] == "hunt"
+        stopped = run["status"] == "running" or (
+            run["status"] == "failed" and str(run.get("error") or "").startswith("store: ")
+        )
+        return stopped and not is_driven(layout(self.db).runs / job["run_id"])
+
+    def _retry(self, job: dict, rc: int, why: str) -> None:
+        """Continue such a run later, when the disk may have room again: ``store_retry_s``, then
+        four times that, then sixteen times; after three tries the job fails with the reason."""
+        tries = len(self._jobs("run_id = ? and retry_of is not null", [job["run_id"]])) if self._has_retries() else 0
+        if tries >= STORE_RETRIES:
+            self._update_job(job["id"], status="failed", ended=time.time(), exit_code=rc,
+                             error=f"{why} (gave up after {tries} tries)")  # fmt: skip
+            return
+        self._update_job(job["id"], status="interrupted", ended=time.time(), exit_code=rc, error=why)
+        kind = "resume" if self.store.run(job["run_id"]) is not None else "hunt"
+        again = {k: job.get(k) for k in ("fingerprint", "target", "alert")}
+        self._put_job(kind=kind, run_id=job["run_id"], retry_of=job["id"],
+                      not_before=time.time() + self.store_retry_s * 4**tries, **again)  # fmt: skip
+
+    def _has_retries(self) -> bool:
+        with self.lock:
+            return "retry_of" in self.store.db["serve_jobs"].columns_dict
 
     def wall_budget(self, job: dict) -> float:
         """The wall-time budget of a job's process: its target's (a hunt, and its resumption); an
@@ -216,15 +259,18 @@ class HuntQueue:
         )
 
     def _next(self) -> dict | None:
+        """The oldest queued job that may start now (a retry waits for its ``not_before``)."""
+        now = time.time()
         with self.lock:
-            rows = (
-                list(self.store.db["serve_jobs"].rows_where("status = 'queued'", order_by="created", limit=1))
+            queued = (
+                self.store.db["serve_jobs"].rows_where("status = 'queued'", order_by="created")
                 if "serve_jobs" in self.store.db.table_names()
                 else []
             )
-            if rows:
-                self.store.db["serve_jobs"].update(rows[0]["id"], {"status": "starting"})
-        return rows[0] if rows else None
+            row = next((r for r in queued if (r.get("not_before") or 0) <= now), None)
+            if row is not None:
+                self.store.db["serve_jobs"].update(row["id"], {"status": "starting"})
+        return row
 
     def _worker(self) -> None:
         while not self.stopping:
