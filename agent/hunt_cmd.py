@@ -441,6 +441,8 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         recorded = not pending and _recorded_decision(hunter.current(run_id), decision)
         if not pending and not recorded:
             bad_input(f"RUN: run '{run_id}' is not awaiting approval")
+        if pending and decision.approved:
+            _branch_free(hunter, hunter.current(run_id), decision)
         with store_guard(hunter, run_id):
             # The same decision already recorded by a process that died before the end (an approval
             # killed while it landed the revert): the decision is asked again, the run finished.
@@ -450,6 +452,26 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
     run_dir = layout(db).runs / run_id
     write_report(result, run_dir)
     finish(result, run_dir, json_out)
+
+
+def _branch_free(hunter: Hunter, hunt: Hunt, decision: Decision) -> None:
+    """An approved revert lands as a new branch: one of that name already in the repository at
+    another commit (an earlier approval of the same culprit, a person's own branch) is refused
+    before anything is recorded, exit 2, so the run still awaits a decision with another name."""
+    a = hunt.action
+    if a is None or a.kind != "revert":
+        return
+    name = decision.branch or a.branch or ""
+    try:
+        at = hunter.runtime(hunt).ctx.git.rev_parse(f"refs/heads/{name}")
+    except GitError:
+        return  # no such branch: free
+    if at != a.revert_sha:
+        field = "--branch" if decision.branch else "RUN"
+        bad_input(
+            f"{field}: branch '{name}' already exists in {hunt.target.repo} (at {at[:10]}); "
+            "approve with --branch NAME to land the revert under another name"
+        )
 
 
 @app.command("approve")

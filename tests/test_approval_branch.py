@@ -1,0 +1,36 @@
+"""An approved revert lands as a new branch; a branch of that name that already exists elsewhere is
+refused before anything is recorded (exit 2), and the run still awaits a decision."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import git_in, sleuth_in_process
+from tests.test_failing_runs import _hunt, _project
+
+
+def test_an_approval_whose_branch_name_is_taken_is_refused_and_the_run_still_waits(tmp_path):
+    repo, good, culprit = _project(tmp_path, "", only_culprit_in_lib=True)
+    git = git_in(repo)
+    v = _hunt(repo, good, tmp_path)
+    assert v["status"] == "awaiting_approval" and v["proposed_action"]["branch"] == f"sleuth/revert-{culprit[:10]}"
+    git("branch", f"sleuth/revert-{culprit[:10]}", good)  # an earlier approval's, or a person's own
+    db = tmp_path / "runs.db"
+
+    refused = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
+    assert refused.returncode == 2
+    assert f"error: RUN: branch 'sleuth/revert-{culprit[:10]}' already exists in {repo} (at {good[:10]})" in (
+        refused.stdout + refused.stderr
+    )
+    checked_out = git("rev-parse", "--abbrev-ref", "HEAD")  # the person's own branch
+    taken = sleuth_in_process("approve", v["run_id"], "--branch", checked_out, "--db", db, "--json")
+    assert taken.returncode == 2 and f"error: --branch: branch '{checked_out}' already exists" in (
+        taken.stdout + taken.stderr
+    )
+    assert git("rev-parse", f"sleuth/revert-{culprit[:10]}") == good  # untouched
+
+    landed = sleuth_in_process("approve", v["run_id"], "--branch", "perf/revert-slow", "--db", db, "--json")
+    assert landed.returncode == 0, landed.stdout[-2000:]
+    after = json.loads(landed.stdout)
+    assert after["proposed_action"]["status"] == "applied" and after["proposed_action"]["branch"] == "perf/revert-slow"
+    assert git("rev-parse", "perf/revert-slow") == after["proposed_action"]["revert_sha"]
