@@ -530,7 +530,19 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
                 verdict = httpx.get(f"{url}/runs/{run_id}", headers=AUTH | {"Accept": "application/json"}).text[:4000]
                 raise AssertionError(f"the hunt did not reach approval: {verdict}") from None
             expect(page.locator("#root-cause")).to_contain_text(res.truth["root_causes"][0]["ref"])
+            # The proposed branch name is taken (a person's own branch): that approval is refused,
+            # the page says why, and the run still waits; approved again under another name.
+            culprit = res.truth["root_causes"][0]["ref"]
+            subprocess.run(["git", "-C", str(res.repo), "branch", f"sleuth/revert-{culprit[:10]}"], check=True)
+            page.fill("#token", TOKEN)
+            page.once("dialog", lambda d: d.accept())
+            page.click("#approve")
+            expect(page.locator("#decision-error")).to_contain_text(
+                f"branch 'sleuth/revert-{culprit[:10]}' already exists", timeout=120_000
+            )
+            expect(page.locator("#status")).to_have_text("awaiting approval")
             page.fill("#reason", "the A/B is convincing")
+            page.fill("#branch", "perf/revert-the-fence")
             page.fill("#token", TOKEN)
             page.once("dialog", lambda d: d.accept())
             page.click("#approve")
@@ -542,9 +554,12 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
         assert v["proposed_action"]["status"] == "applied" and v["after"]["recovered_pct_of_drop"] > 50
         approval = [e for e in Store(db).events(run_id) if e["kind"] == "approval"]
         assert "the A/B is convincing" in approval[0]["text"]
-        # The revert landed on a new branch; the user's checkout and its uncommitted work are as they were.
+        # The revert landed on the branch named on the page; the user's checkout and its uncommitted
+        # work are as they were (the other new branch is the one the test made).
+        assert v["proposed_action"]["branch"] == "perf/revert-the-fence"
         after = fingerprint(res.repo)
-        assert added_refs(before, after) == [f"refs/heads/{v['proposed_action']['branch']}"]
+        made = f"refs/heads/sleuth/revert-{culprit[:10]}"
+        assert added_refs(before, after) == ["refs/heads/perf/revert-the-fence", made]
     finally:
         serve.terminate()
         out, _ = serve.communicate(timeout=60)
