@@ -317,9 +317,7 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
         first = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
         other = {"alertname": "ThroughputRegression", "service": "minisglang", "host": "gpu-node-2"}
         second = q.take(Alert(labels=other), "plain")
-        job = _until(
-            "the hung job to be stopped", lambda: (j := q.job_for_run(first["run_id"]))["status"] == "failed" and j
-        )
+        job = _until("the hung job to be stopped", lambda: _failed(q, first["run_id"]))
         assert "ran past its wall budget (1 s) and 1 s to clean up" in job["error"], job
         assert f"sleuth resume {first['run_id']}" in job["error"] and job["exit_code"] == -signal.SIGKILL
         _until("the next job to run", lambda: q.job_for_run(second["run_id"])["status"] == "done")

@@ -200,7 +200,7 @@ class HuntQueue:
         if self.stopping:
             return  # interrupted by the service's own stop: the next start continues it
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-        if rc in (0, 1) and self._unfinished(job):  # the store went away under it (a full disk, a lock)
+        if rc in (0, 1) and self._unfinished(job, rc):  # the store went away under it (a full disk, a lock)
             self._retry(job, rc, tail[0][:500] if tail else f"exit {rc}")
             return
         self._update_job(
@@ -211,16 +211,16 @@ class HuntQueue:
             error=None if rc in (0, 1) else (tail[0][:500] if tail else f"exit {rc}"),
         )
 
-    def _unfinished(self, job: dict) -> bool:
+    def _unfinished(self, job: dict, rc: int) -> bool:
         """Did a hunt's process end (0 or 1) without ending its run? Only a store it could not
         write does that (``hunt_cmd.store_guard``): the run stopped at its last checkpoint, its row
         ``failed`` with a "store: ..." error where that could still be written, else still
-        ``running`` with no driver; or, stopped before its first row, it has no row at all."""
+        ``running`` with no driver; or, stopped before its first row (exit 1), it has no row at all."""
         if job["kind"] not in ("hunt", "resume"):
             return False
         run = self.store.run(job["run_id"])
         if run is None:
-            return job["kind"] == "hunt"
+            return job["kind"] == "hunt" and rc == 1
         stopped = run["status"] == "running" or (
             run["status"] == "failed" and str(run.get("error") or "").startswith("store: ")
         )
