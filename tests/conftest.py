@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,15 @@ def tiny(tmp_path) -> tuple[Path, str]:
         (repo / "lib.py").write_text(f"COST = {cost}\n# {i}\n")
         git("commit", "-qam", f"change {i}")
     return repo, good
+
+
+def wait_for(cond, timeout: float, what: str):
+    """Poll ``cond`` until it returns something truthy (returned) or ``timeout`` seconds pass
+    (AssertionError naming ``what``): every wait in a test is bounded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -28,7 +28,7 @@ from evals.burst import BASE
 from evals.fingerprint import added_refs, fingerprint
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.conftest import sleuth_exe, sleuth_in_process, wait_for
 from tests.test_eval import TINY
 from transcripts.store import Store, layout
 
@@ -282,16 +282,6 @@ def _failed(q: HuntQueue, run_id: str) -> dict | None:
     return job if job is not None and job["status"] == "failed" else None
 
 
-def _until(what: str, check, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(tmp_path):
     """A hunt process that hangs (a stuck SSH session, a deadlock) must not hold the one slot (and
     the node's GPUs) for ever: at its target's wall budget plus the grace to clean up it is sent
@@ -317,10 +307,10 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
         first = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
         other = {"alertname": "ThroughputRegression", "service": "minisglang", "host": "gpu-node-2"}
         second = q.take(Alert(labels=other), "plain")
-        job = _until("the hung job to be stopped", lambda: _failed(q, first["run_id"]))
+        job = wait_for(lambda: _failed(q, first["run_id"]), 60, "the hung job to be stopped")
         assert "ran past its wall budget (1 s) and 1 s to clean up" in job["error"], job
         assert f"sleuth resume {first['run_id']}" in job["error"] and job["exit_code"] == -signal.SIGKILL
-        _until("the next job to run", lambda: q.job_for_run(second["run_id"])["status"] == "done")
+        wait_for(lambda: q.job_for_run(second["run_id"])["status"] == "done", 60, "the next job to run")
         assert done.exists()
     finally:
         q.stop()
@@ -354,9 +344,7 @@ def test_an_adopted_job_whose_driver_outlives_its_budget_is_given_up_not_watched
         q = HuntQueue(load_config(tmp_path / "t.toml"), db, grace_s=1.0)
         try:
             assert q.job_for_run("r-left")["status"] == "adopted"
-            job = _until(
-                "the adoption to be given up", lambda: (j := q.job_for_run("r-left"))["status"] == "failed" and j
-            )
+            job = wait_for(lambda: _failed(q, "r-left"), 60, "the adoption to be given up")
             assert f"its driver (pid {driver.pid}) still runs: ran past its wall budget (1 s)" in job["error"], job
             assert driver.poll() is None  # left alone
         finally:
@@ -407,8 +395,8 @@ def test_a_run_its_store_stopped_is_resumed_later_by_the_service(tmp_path):
 
         taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
         run_id = taken["run_id"]
-        _until("the run to end", lambda: q.store.run(run_id)["status"] == "concluded" if q.store.run(run_id) else None)
-        _until("the resumption's job to be done", lambda: q.job_for_run(run_id)["status"] == "done")
+        wait_for(lambda: (q.store.run(run_id) or {}).get("status") == "concluded", 60, "the run to end")
+        wait_for(lambda: q.job_for_run(run_id)["status"] == "done", 60, "the resumption's job to be done")
         first, again = q._jobs("run_id = ?", [run_id])
         assert first["status"] == "interrupted" and "STORE: database or disk is full" in first["error"], first
         assert again["kind"] == "resume" and again["retry_of"] == first["id"]
@@ -426,7 +414,7 @@ def test_a_store_that_stays_down_is_tried_three_times_then_the_job_fails_with_th
         from agent.serve.payloads import Alert
 
         run_id = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")["run_id"]
-        last = _until("the last try to fail", lambda: _failed(q, run_id))
+        last = wait_for(lambda: _failed(q, run_id), 60, "the last try to fail")
         assert "STORE: database or disk is full" in last["error"] and "(gave up after 3 tries)" in last["error"]
         assert [j["status"] for j in q._jobs("run_id = ?", [run_id])] == ["interrupted"] * 3 + ["failed"]
         assert calls.read_text().split() == ["hunt", "resume", "resume", "resume"]

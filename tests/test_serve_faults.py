@@ -20,7 +20,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe
+from tests.conftest import sleuth_exe, wait_for
 from tests.test_agent import servers_in_worktrees, worktrees
 from tests.test_eval import TINY
 from tests.test_serve import AUTH, CONFIG, TOKEN, free_port
@@ -34,16 +34,6 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat").read_text(errors="replace") if Path(f"/proc/{pid}/stat").exists() else ""
     return ") Z " not in stat  # a zombie is dead
-
-
-def _wait(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Serve:
@@ -65,7 +55,7 @@ class Serve:
             except httpx.TransportError:
                 return False
 
-        _wait(up, 60, "the service to answer")
+        wait_for(up, 60, "the service to answer")
 
     def jobs(self) -> list[dict]:
         s = Store(self.db)
@@ -99,8 +89,8 @@ def _start_and_kill_mid_hunt(tmp_path: Path, res, db: Path, extra: str) -> tuple
         run_id = httpx.post(f"{first.url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0][
             "run_id"
         ]
-        job = _wait(lambda: next((j for j in first.jobs() if j.get("pid")), None), 60, "the hunt job to start")
-        _wait(lambda: servers_in_worktrees(job["pid"], servers_only=True), 120, "a server of the hunt")
+        job = wait_for(lambda: next((j for j in first.jobs() if j.get("pid")), None), 60, "the hunt job to start")
+        wait_for(lambda: servers_in_worktrees(job["pid"], servers_only=True), 120, "a server of the hunt")
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(timeout=30)
     finally:
@@ -120,18 +110,18 @@ def test_a_service_killed_mid_hunt_takes_its_hunt_with_it_and_the_next_one_resum
     res, db = world
     run_id, hunt_pid = _start_and_kill_mid_hunt(tmp_path, res, db, "")
     # The hunt got SIGTERM from the kernel as the service died: it stops its servers and leaves.
-    _wait(lambda: not _alive(hunt_pid), 60, "the orphaned hunt to stop")
-    _wait(lambda: not servers_in_worktrees(hunt_pid), 30, "its servers to stop")
+    wait_for(lambda: not _alive(hunt_pid), 60, "the orphaned hunt to stop")
+    wait_for(lambda: not servers_in_worktrees(hunt_pid), 30, "its servers to stop")
     assert worktrees(res.repo) == 1
     second = Serve(tmp_path, db)
     try:
-        done = _wait(
+        done = wait_for(
             lambda: next((r for r in [Store(db).run(run_id)] if r and r["status"] == "awaiting_approval"), None),
             300,
             "the resumed run to reach approval",
         )
         assert json.loads(done["verdict"])["root_cause"]["ref"] == res.truth["root_causes"][0]["ref"]
-        _wait(lambda: [j for j in second.jobs() if j["kind"] == "resume" and j["status"] == "done"], 60, "its job")
+        wait_for(lambda: [j for j in second.jobs() if j["kind"] == "resume" and j["status"] == "done"], 60, "its job")
         assert [(j["kind"], j["status"]) for j in second.jobs()] == [("hunt", "interrupted"), ("resume", "done")]
     finally:
         second.stop()
@@ -145,12 +135,12 @@ def test_a_hunt_left_running_is_adopted_by_the_next_service_never_driven_twice(w
     assert _alive(hunt_pid)  # it outlived the service
     second = Serve(tmp_path, db)
     try:
-        adopted = _wait(lambda: [j for j in second.jobs() if j["status"] == "adopted"], 30, "the adoption")
+        adopted = wait_for(lambda: [j for j in second.jobs() if j["status"] == "adopted"], 30, "the adoption")
         assert adopted[0]["pid"] == hunt_pid
         # while the orphan drives the run, nothing else is started for it
         assert not [j for j in second.jobs() if j["kind"] == "resume"]
-        _wait(lambda: not _alive(hunt_pid), 300, "the adopted hunt to end")
-        job = _wait(
+        wait_for(lambda: not _alive(hunt_pid), 300, "the adopted hunt to end")
+        job = wait_for(
             lambda: next((j for j in second.jobs() if j["id"] == adopted[0]["id"] and j["status"] == "done"), None),
             30,
             "the adopted job to be marked done",
@@ -174,18 +164,18 @@ def test_a_service_killed_during_an_approval_is_finished_by_the_next_one_with_on
         run_id = httpx.post(f"{first.url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0][
             "run_id"
         ]
-        _wait(lambda: (Store(db).run(run_id) or {}).get("status") == "awaiting_approval", 300, "the proposal")
+        wait_for(lambda: (Store(db).run(run_id) or {}).get("status") == "awaiting_approval", 300, "the proposal")
         r = httpx.post(f"{first.url}/runs/{run_id}/approve", json={"reason": "ok"}, headers=AUTH)
         assert r.status_code == 202, r.text
         # killed once the approval is recorded: the revert lands, or is about to, in its job
-        _wait(lambda: [e for e in Store(db).events(run_id) if e["kind"] == "approval"], 120, "the approval")
+        wait_for(lambda: [e for e in Store(db).events(run_id) if e["kind"] == "approval"], 120, "the approval")
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(timeout=30)
     finally:
         first.log.close()
     second = Serve(tmp_path, db)
     try:
-        done = _wait(
+        done = wait_for(
             lambda: next((r for r in [Store(db).run(run_id)] if r and r["status"] == "concluded"), None),
             300,
             "the approval to be finished",
@@ -229,7 +219,7 @@ def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_se
         # Alertmanager sends a firing alert again (its retry, its repeat interval): the same one here
         r = httpx.post(f"{second.url}/alerts/alertmanager", json=payload, headers=AUTH)
         assert r.status_code == 200 and r.json()["alerts"][0]["action"] in ("queued", "joined"), r.text
-        hunts = _wait(lambda: [j for j in second.jobs() if j["kind"] in ("hunt", "resume")], 30, "the hunt job")
+        hunts = wait_for(lambda: [j for j in second.jobs() if j["kind"] in ("hunt", "resume")], 30, "the hunt job")
         time.sleep(1.0)  # a second job, if the intake were to make one, would be there by now
         hunts = [j for j in second.jobs() if j["kind"] in ("hunt", "resume")]
         runs = {j["run_id"] for j in hunts}
