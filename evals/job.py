@@ -39,11 +39,10 @@ def shipped(job: Job) -> Job:
     from evals.realworld import is_real
 
     text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
-    files = None
-    if is_real(text) and job.case_files is None:
-        folder = Path(job.spec).parent
-        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
-    return job.model_copy(update={"spec_text": text, "case_files": files or job.case_files})
+    files = job.case_files
+    if files is None and is_real(text):
+        files = {p.name: p.read_bytes() for p in sorted(Path(job.spec).parent.iterdir()) if p.is_file()}
+    return job.model_copy(update={"spec_text": text, "case_files": files})
 
 
 def _candidates(repo: Path, truth: dict, spec_text: str) -> int:

@@ -295,7 +295,7 @@ class Measurer:
         of them (at least 10 s): a request that takes ten times longer than any before is hung."""
         if self.sample_timeout_s is not None:
             return self.sample_timeout_s
-        if not self._derived_timeout():
+        if not self._sample_s:
             return configured
         return min(configured, max(self.MIN_SAMPLE_TIMEOUT_S, 10 * max(self._sample_s)))
 

@@ -229,7 +229,7 @@ class HuntQueue:
     def _retry(self, job: dict, rc: int, why: str) -> None:
         """Continue such a run later, when the disk may have room again: ``store_retry_s``, then
         four times that, then sixteen times; after three tries the job fails with the reason."""
-        tries = len(self._jobs("run_id = ? and retry_of is not null", [job["run_id"]])) if self._has_retries() else 0
+        tries = sum(1 for j in self._jobs("run_id = ?", [job["run_id"]]) if j.get("retry_of"))
         if tries >= STORE_RETRIES:
             self._update_job(job["id"], status="failed", ended=time.time(), exit_code=rc,
                              error=f"{why} (gave up after {tries} tries)")  # fmt: skip
@@ -239,10 +239,6 @@ class HuntQueue:
         again = {k: job.get(k) for k in ("fingerprint", "target", "alert")}
         self._put_job(kind=kind, run_id=job["run_id"], retry_of=job["id"],
                       not_before=time.time() + self.store_retry_s * 4**tries, **again)  # fmt: skip
-
-    def _has_retries(self) -> bool:
-        with self.lock:
-            return "retry_of" in self.store.db["serve_jobs"].columns_dict
 
     def wall_budget(self, job: dict) -> float:
         """The wall-time budget of a job's process: its target's (a hunt, and its resumption); an
