@@ -360,7 +360,8 @@ def _reap(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=wait_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the kernel: not the worker's end
+            proc.wait(timeout=wait_s)
 
 
 def _target_args(t: ServeTarget) -> list[str]:
