@@ -19,21 +19,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from tools import ports
 from tools.host import Host, HostError, LocalHost
 from tools.serverlog import ServerLog, parse_log
 
-_FREE_PORT = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-
 
 class ServerError(RuntimeError):
-    """The server exited or never became healthy; the message carries the log's tail."""
+    """The server exited or never became healthy; the message carries the log's tail.
+    ``clash``: it failed because its port was taken, not because of what it runs."""
 
-
-def free_port(host: Host | None = None) -> int:
-    res = (host or LocalHost()).run(["python3", "-c", _FREE_PORT], timeout=30)
-    if not res.ok:
-        raise ServerError(f"cannot find a free port on {(host or LocalHost()).name}: {res.stderr.strip()}")
-    return int(res.stdout.strip())
+    def __init__(self, message: str, clash: bool = False) -> None:
+        super().__init__(message)
+        self.clash = clash
 
 
 def render(template: str, worktree: str | Path, port: int) -> str:
@@ -153,6 +150,9 @@ def wait_healthy(url: str, timeout_s: float, alive=None) -> float:
         delay = min(delay * 1.5, 0.25)
 
 
+PORT_ATTEMPTS = 3  # launches on fresh ports when the port turns out taken (``ports.clashed``)
+
+
 def launch(
     template: str,
     worktree: str | Path,
@@ -165,12 +165,41 @@ def launch(
 ) -> Server:
     """Start the server and return once ``/health`` answers; on failure nothing is left running.
 
+    Without ``port`` one is drawn (``tools.ports``) and held until the server answers; a server
+    that finds it taken anyway is launched again on another, up to ``PORT_ATTEMPTS`` times: a
+    taken port says nothing about the state being launched.
+
     With ``pid_dir`` the server is registered there (its pid, and ours as its owner) until it is
     stopped, so ``reap(pid_dir, host)`` can kill it if this process dies first."""
     host = host or LocalHost()
-    port = port or free_port(host)
+    if port is not None:
+        return _launch_on(port, template, worktree, str(log_path), env, health_timeout_s, host, pid_dir)
+    tried: set[int] = set()
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            with ports.claimed(host, tried) as drawn:
+                tried.add(drawn)
+                return _launch_on(drawn, template, worktree, str(log_path), env, health_timeout_s, host, pid_dir)
+        except ports.PortError as exc:
+            raise ServerError(str(exc)) from exc
+        except ServerError as exc:
+            if not exc.clash or attempt == PORT_ATTEMPTS:
+                raise
+            host.run(["rm", "-f", str(log_path)], timeout=30)  # the next attempt's log starts clean
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _launch_on(
+    port: int,
+    template: str,
+    worktree: str | Path,
+    log_path: str,
+    env: dict[str, str] | None,
+    health_timeout_s: float,
+    host: Host,
+    pid_dir: Path | None,
+) -> Server:
     command = render(template, worktree, port)
-    log_path = str(log_path)
     exports = " ".join(f"export {k}={shlex.quote(v)};" for k, v in (env or {}).items())
     # On this machine the starter registers the server itself, before it answers: it runs in a
     # session of its own, so a SIGKILL of this process between the spawn and our own write (a
@@ -203,10 +232,12 @@ def launch(
     try:
         server.local_port = host.forward(port)
         server.startup_s = wait_healthy(f"{server.base_url}/health", health_timeout_s, server.alive)
+        if not server.alive():  # what answered is not this server: another process holds the port
+            raise ServerError(f"port {port} answered /health, but the server launched on it had exited")
     except BaseException as exc:
         server.stop()
         if not isinstance(exc, TimeoutError | ServerError | HostError):
             raise  # interrupted: the server is stopped, the interruption goes on
         tail = "\n".join(server.log_text().splitlines()[-15:]) or "(empty log)"
-        raise ServerError(f"{exc}: `{command}` on {host.name}; log tail:\n{tail}") from exc
+        raise ServerError(f"{exc}: `{command}` on {host.name}; log tail:\n{tail}", ports.clashed(tail)) from exc
     return server
