@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git_in
 from tools import ports
+from tools.bench import BenchConfig
+from tools.git import LocalGit
 from tools.host import LocalHost, RunResult
+from tools.measure import HostBusy, Measurer, State, StateFailure, Workload
 from tools.server import PORT_ATTEMPTS, ServerError, launch
 
 
@@ -113,3 +117,21 @@ def test_a_server_that_fails_for_its_own_reasons_is_not_launched_again(tmp_path)
     with pytest.raises(ServerError) as err:
         launch("echo 'NameError: boom' >&2; exit 1", tmp_path, tmp_path / "s.log", host=host, health_timeout_s=30)
     assert not err.value.clash and "NameError: boom" in str(err.value)
+
+
+def test_a_state_whose_every_port_was_taken_is_untestable_there_never_broken(tmp_path):
+    """The measurer's view: what was launched never ran, so nothing is said about it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "README").write_text("x\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        host = DrawnHost([[squatter.getsockname()[1]]] * PORT_ATTEMPTS)
+        with Measurer(host, LocalGit(repo), tmp_path / "logs") as m, pytest.raises(HostBusy, match="port") as err:
+            state = State(label="x", ref=git("rev-parse", "HEAD"), launch=SERVE)
+            m.measure(state, Workload(bench=BenchConfig(endpoint="-", model="m")), 1)
+    assert not isinstance(err.value, StateFailure) and not m.broken

@@ -87,7 +87,8 @@ class Unbuildable(StateFailure):
 
 
 class HostBusy(ProbeError):
-    """The server could not start because the host's GPUs are held by another process."""
+    """The server could not start because the host's GPUs, or every port it was given, are held
+    by another process: the host's state, not the launched one's."""
 
 
 class Workload(BaseModel):
@@ -385,6 +386,9 @@ class Measurer:
                 raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
             if _NO_CAPACITY.search(text):
                 raise HostBusy(f"{state.label} ({state.ref[:10]}) cannot start, no free GPU: {text}") from exc
+            if exc.clash:
+                said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
+                raise HostBusy(f"{said}: {text}") from exc
             how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
             lines = [x.strip() for x in text.splitlines() if x.strip()]
             failure = first_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
