@@ -71,8 +71,14 @@ def clashed(log_tail: str) -> bool:
 
 
 def _lock_dir() -> Path:
+    """Shared by every user's launches on this machine: world-writable and sticky, like /tmp. Its
+    empty lock files stay (one per port ever drawn, so at most the ports below the ephemeral
+    range): removing one that another launch is about to lock would let two launches hold it."""
     d = Path(tempfile.gettempdir()) / "perf-sleuth-ports"
-    d.mkdir(mode=0o777, exist_ok=True)
+    if not d.is_dir():
+        d.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            d.chmod(0o1777)
     return d
 
 
@@ -89,8 +95,8 @@ def claimed(host: Host, avoid: set[int] | frozenset[int] = frozenset()) -> Itera
         return
     for port in ports:
         try:
-            fd = os.open(_lock_dir() / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:  # a lock dir another user made, not writable here: the draw alone
+            fd = os.open(_lock_dir() / f"{port}.lock", os.O_RDONLY | os.O_CREAT, 0o644)  # flock needs no write
+        except OSError:  # a lock dir or file this user cannot open: the draw alone is the guard
             yield port
             return
         try:
