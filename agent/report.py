@@ -54,6 +54,7 @@ def verdict(hunt: Hunt) -> dict:
             "metric": hunt.target.metric,
             "higher_is_better": hunt.target.higher_is_better,
         },
+        "summary": hunt.root_summary or hunt.error or "",  # the one line, whatever the status
         "root_cause": root,
         "root_causes": [
             {k: c.get(k) for k in ("kind", "ref", "summary", "share_pct", "action")} for c in hunt.root_causes

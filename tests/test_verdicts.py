@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from agent.experiments import verdict_of
+from agent.report import verdict
 from agent.state import Budget, Hunt, Measured, Target
 from tools.stats import compare
 
@@ -61,3 +62,12 @@ def test_a_hunt_whose_history_ab_stayed_unknown_ends_inconclusive_saying_so_not_
     localize(h, None)  # type: ignore[arg-type]  # this branch measures nothing
     assert h.status == "inconclusive" and h.root_kind is None
     assert f"undecided, the A/B stayed unknown: h1 [history] {why}" in h.root_summary
+    # The verdict JSON says it too, with no root cause to carry it.
+    v = verdict(h)
+    assert v["root_cause"] is None and v["summary"] == h.root_summary
+
+
+def test_a_hunt_stopped_by_an_error_has_that_error_as_its_summary():
+    h = _hunt()
+    h.status, h.error = "inconclusive", "the wall-time budget ran out mid-probe"
+    assert verdict(h)["summary"] == "the wall-time budget ran out mid-probe"
