@@ -51,7 +51,7 @@ def test_a_head_that_does_not_serve_is_hunted_to_the_commit_that_broke_it(scenar
         "hunt", "--alert", scen.root / "alert.json", "--max-wall", 240, "--json", "--db", tmp_path / "runs.db"
     )  # fmt: skip
     v = json.loads(r.stdout)
-    why = [v.get("error"), v.get("regression"), [h["reason"] for h in v["hypotheses"]], v.get("broken")]
+    why = [v["summary"], v.get("regression"), [h["reason"] for h in v["hypotheses"]], v.get("broken")]
     assert v["status"] == "awaiting_approval", why
     assert v["root_cause"]["kind"] == "commit" and v["root_cause"]["ref"] == truth["root_causes"][0]["ref"]
     assert "breaks the server" in v["root_cause"]["summary"]
