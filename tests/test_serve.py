@@ -566,3 +566,16 @@ def test_a_target_names_a_latency_metric_and_the_alert_it_completes_carries_its_
         (tmp_path / "t.toml").write_text(base + bad + "\n")
         with pytest.raises(ConfigError, match=field):
             load_config(tmp_path / "t.toml")
+
+
+def test_a_run_with_no_root_cause_says_why_on_its_page():
+    """An inconclusive hunt with no error (nothing supported) still says why, from its summary;
+    a verdict stored before summaries existed falls back to its error."""
+    from agent.serve.pages import run_page
+
+    why = "no hypothesis was supported; the regression is real but unexplained"
+    run = {"id": "r1", "status": "inconclusive", "hypotheses": [], "job": None, "error": None}
+    page = run_page(run | {"verdict": {"status": "inconclusive", "summary": why, "root_cause": None}}, None)
+    assert f'<p id="error">{why}</p>' in page
+    old = run_page(run | {"verdict": {"status": "inconclusive", "root_cause": None, "error": "budget"}}, None)
+    assert '<p id="error">budget</p>' in old
