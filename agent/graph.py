@@ -32,6 +32,7 @@ from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
 from tools.bisect import ProbeError
+from tools.text import first_line
 from transcripts.cassette import Cassette, EventChecker, ReplayStop, Resumption
 from transcripts.lease import RunLease
 from transcripts.store import Store, StoreUnavailable, layout, unavailable
@@ -125,7 +126,7 @@ class Hunter:
                     raise store_down from exc
                 hunt.status = "failed"
                 kind = exc.kind if isinstance(exc, RecordedError) else type(exc).__name__
-                hunt.error = f"{kind}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                hunt.error = f"{kind}: {first_line(str(exc))}"
                 rt.run_dir.mkdir(parents=True, exist_ok=True)
                 (rt.run_dir / "error.txt").write_text(traceback.format_exc())
                 rt.say(hunt, "error", hunt.error)
@@ -210,7 +211,7 @@ class Hunter:
         try:
             after = rt.measure(hunt, "after-revert", a.branch or a.revert_sha, samples=n)  # fresh samples on top
         except ProbeError as exc:  # the applied branch does not build, serve or run: say so, with why
-            why = str(exc).splitlines()[0]
+            why = first_line(exc)
             hunt.after = {"error": why, "measurement": None}
             rt.say(hunt, "verify", f"after the revert: not re-measured ({why})")
             return

@@ -22,6 +22,8 @@ from typing import Any
 import openai
 from pydantic import BaseModel
 
+from tools.text import first_line
+
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 
 
@@ -92,7 +94,7 @@ class LLM:
                     model=self.cfg.model, messages=messages, **({"tools": tools} if tools else {})
                 )
             except RETRYABLE as exc:
-                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                errors.append(f"{type(exc).__name__}: {first_line(str(exc), 200)}")
                 if attempt == self.cfg.max_attempts:
                     raise LLMError(
                         f"{self.cfg.model}: no answer after {attempt} attempts ({errors[-1]})", errors

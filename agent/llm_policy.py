@@ -31,6 +31,7 @@ from agent.policy import Methodical, confirm, propose
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import Hunt, LLMSettings
 from tools.bisect import ProbeError
+from tools.text import first_line
 
 SYSTEM_PROMPT = Path(__file__).with_name("system_prompt.md")
 MAX_FAILED_CONFIRMATIONS = 2
@@ -202,7 +203,7 @@ class LLMPolicy(Methodical):
         try:
             cmp, now, fixed = ab(hunt, rt, now, fixed, "now", fixed.label, better="b")
         except ProbeError as exc:  # a side does not build, serve or run: the model hears why
-            why = f"the A/B of {fixed.label} could not be measured: {str(exc).splitlines()[0]}"
+            why = f"the A/B of {fixed.label} could not be measured: {first_line(exc)}"
             return record_outcome(hunt, rt, False, why, [])
         ok = explains(hunt, cmp, fixed, now)
         return record_confirmation(hunt, rt, ok, cmp, fmt(cmp, now, fixed, hunt.target.metric), [now.id, fixed.id])

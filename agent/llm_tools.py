@@ -37,6 +37,7 @@ from agent.state import Category, Hunt, Hypothesis, Measured
 from tools.bisect import ProbeError
 from tools.registry import REGISTRY
 from tools.stats import compare
+from tools.text import first_line
 from tools.validation import first_error
 
 LOOK = ("git_status", "git_log", "git_reflog", "git_diff_stat", "git_show_stat", "git_merge_base")
@@ -204,7 +205,7 @@ class Surface:
         except ToolInputError as exc:
             return ToolOutcome(f"error: {exc}", False)
         except (ProbeError, RecordedError) as exc:  # the world's answer: valid call, failed probe
-            return ToolOutcome(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", True)
+            return ToolOutcome(f"error: {first_line(exc)}", True)
         text = result if isinstance(result, str) else json.dumps(result, default=str)
         return ToolOutcome(trim(text, limit), True)
 

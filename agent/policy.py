@@ -28,6 +28,7 @@ from agent.state import Action, Hunt, Hypothesis
 from tools.bisect import BisectError, ProbeError
 from tools.measure import BrokenState
 from tools.packages import Change
+from tools.text import first_line
 
 
 # -- phases ----------------------------------------------------------------------------------
@@ -39,7 +40,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
         return
     except ProbeError as exc:  # it cannot be measured (a benchmark that fails, GPUs taken): say why
         hunt.status = "inconclusive"
-        hunt.error = f"the working tree cannot be measured: {str(exc).splitlines()[0]}"
+        hunt.error = f"the working tree cannot be measured: {first_line(exc)}"
         rt.say(hunt, "reproduce", hunt.error)
         return
     t = hunt.target
@@ -120,7 +121,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         categories.BY_NAME[h.category].test(hunt, rt, h)
     except ProbeError as exc:
         group = [x for x in hunt.hypotheses if x.category == h.category and x.status == "open"] or [h]
-        set_verdict(group, "inconclusive", f"the test could not run: {str(exc).splitlines()[0]}", [])
+        set_verdict(group, "inconclusive", f"the test could not run: {first_line(exc)}", [])
 
 
 # -- after the ledger ------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def _bisection_stopped(hunt: Hunt, rt: Runtime, sup: list[Hypothesis], why: str)
     """The supported hypotheses stand, but the search that would name the commit could not finish
     (an end of the range failed to build, serve or run): an inconclusive hunt that says why and
     what the A/Bs did show, so the on-call can take it from there."""
-    stopped = f"the bisection could not finish: {why.splitlines()[0]}"
+    stopped = f"the bisection could not finish: {first_line(why)}"
     hunt.status, hunt.root_kind, hunt.root_ref, hunt.culprits = "inconclusive", None, None, []
     hunt.error = stopped  # where an inconclusive hunt says why (as a budget that ran out does)
     said = "; ".join(f"{h.id} [{h.category}] {h.reason}" for h in sup[:3])

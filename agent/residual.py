@@ -24,6 +24,7 @@ from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
 from tools.bisect import BisectConfig, BisectError, CommitGraph, ProbeError, bisect
 from tools.measure import Deadline
+from tools.text import first_line
 
 GO_ON_BELOW = 80.0
 
@@ -35,8 +36,8 @@ def go_on(hunt: Hunt, rt: Runtime) -> None:
     try:
         _go_on(hunt, rt)
     except (BudgetExhausted, Deadline, BisectError, ProbeError) as exc:
-        rt.say(hunt, "localize", f"the search for the rest stopped: {str(exc).splitlines()[0]}")
-        hunt.root_summary += f"; the search for the rest of the drop stopped: {str(exc).splitlines()[0]}"
+        rt.say(hunt, "localize", f"the search for the rest stopped: {first_line(exc)}")
+        hunt.root_summary += f"; the search for the rest of the drop stopped: {first_line(exc)}"
 
 
 def _go_on(hunt: Hunt, rt: Runtime) -> None:

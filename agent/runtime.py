@@ -42,6 +42,7 @@ from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
 from tools.stats import one_round_samples, summarize
+from tools.text import first_line
 from transcripts.cassette import Resumption, Unanswerable
 from transcripts.store import Store, servers_beside
 
@@ -234,7 +235,7 @@ class Runtime:
         status = (
             (result_text(result) if result_text else "ok")
             if error is None
-            else f"{error['kind']}: {error['message'].splitlines()[0] if error['message'] else ''}"
+            else f"{error['kind']}: {first_line(error['message'])}"
         )
         spent = result.get("cost") if isinstance(result, dict) else None
         if error is not None:

@@ -54,6 +54,7 @@ from tools.metric import MetricError, MetricSpec
 from tools.server import Server, ServerError, launch, reap
 from tools.serverlog import first_failure
 from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
+from tools.text import first_line
 
 # What a launch that finds the GPUs taken prints (SGLang, vLLM, the lab): not the state's fault.
 _NO_CAPACITY = re.compile(r"occupied by other processes|Free memory on device|Not enough memory|out of memory", re.I)
@@ -391,7 +392,7 @@ class Measurer:
                 raise HostBusy(f"{said}: {text}") from exc
             how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
             lines = [x.strip() for x in text.splitlines() if x.strip()]
-            failure = first_failure(text) or (lines[-1] if len(lines) > 1 else text.splitlines()[0])
+            failure = first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
             self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
             raise self.broken[key] from exc
 

@@ -24,6 +24,8 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel, model_validator
 
+from tools.text import first_line
+
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 LAST_NUMBER_WARNING = (
     "no --metric or --metric-regex named: the sample is the last number the benchmark prints "
@@ -68,7 +70,7 @@ class MetricSpec(BaseModel):
             try:
                 jmespath.compile(self.name)
             except JMESPathError as exc:
-                why = str(exc).splitlines()[0].rstrip(":")
+                why = first_line(exc).rstrip(":")
                 raise ValueError(f"'{self.name}' is not a JSON key or path ({why})") from None
         return self
 

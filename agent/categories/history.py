@@ -25,6 +25,7 @@ from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.measure import StateFailure
+from tools.text import first_line
 
 NAME = "history"
 
@@ -232,10 +233,10 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
         try:
             return _once_more(hunt, rt, lambda: _confirm_by_revert(hunt, rt, plan, n))
         except ProbeError as exc:
-            why = str(exc).splitlines()[0]  # names the state that failed
+            why = first_line(exc)  # names the state that failed
             return _once_more(hunt, rt, lambda: _confirm_against_parent(hunt, rt, plan, n, why=why))
     except ProbeError as exc:
-        why = str(exc).splitlines()[0]
+        why = first_line(exc)
         text = f"no A/B could be measured ({why}): the culprit stands as bisected, not proven"
         hunt.confirmation = {"ok": True, "untestable": True, "text": text, "why": why, "evidence": []}
         rt.say(hunt, "confirm", f"NOT tested: {text}")
@@ -251,7 +252,7 @@ def _once_more(hunt: Hunt, rt: Runtime, ab: Callable[[], bool]) -> bool:
     except ProbeError as exc:
         if isinstance(exc, StateFailure):
             raise
-        rt.say(hunt, "confirm", f"the A/B could not be measured ({str(exc).splitlines()[0]}): once more, afresh")
+        rt.say(hunt, "confirm", f"the A/B could not be measured ({first_line(exc)}): once more, afresh")
         return ab()
 
 

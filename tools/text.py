@@ -1,0 +1,18 @@
+"""One line of an error, for verdicts, events and the model.
+
+Errors travel through perf-sleuth as one line ("the working tree cannot be measured: ..."). The
+text they come from is whatever a server, a command or a library raised: sometimes empty (a bare
+``TimeoutError()``), sometimes opening with a blank line, and ``str(exc).splitlines()[0]`` crashes
+on the first and says nothing on the second, both in the handler meant to report a failure."""
+
+from __future__ import annotations
+
+
+def first_line(value: object, limit: int | None = None) -> str:
+    """The first non-blank line of ``str(value)``, stripped (cut to ``limit`` characters); for an
+    exception with no message, its type's name."""
+    text = str(value)
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    if not line and isinstance(value, BaseException):
+        line = type(value).__name__
+    return line[:limit] if limit is not None else line
