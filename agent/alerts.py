@@ -5,7 +5,8 @@ perf-sleuth reads these annotations: ``launch_command`` (a template with ``{work
 ``--max-tokens``, ``--time-scale``, and the workload's shape ``--concurrency``, ``--input-len``,
 ``--request-rate``), ``good_value`` / ``bad_value``, and optionally ``good_ref``,
 ``good_launch_command``, ``repo``, ``summary``, and for the host ``slots`` (servers it holds at
-once), ``launch_timeout`` and ``sample_timeout`` (seconds), ``setup`` (a per-probe build
+once), ``launch_timeout`` and ``sample_timeout`` (seconds), ``busy_wait`` (seconds a launch waits
+for GPUs another process holds; 0: none), ``setup`` (a per-probe build
 command), ``trace_paths`` (true: launches print the modules they import, so commits that touch
 none are not bisected), ``pip_log`` and ``wheelhouse`` (the host's pip log and a directory of the
 previous versions' wheels, for the dependency hypothesis); the label ``metric`` names the metric
@@ -97,7 +98,7 @@ def metric_direction(labels: dict[str, str], annotations: dict[str, str], where:
 
 def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
     """The host's settings an alert may carry, as ``Target`` fields: ``slots``, ``launch_timeout_s``,
-    ``sample_timeout_s`` (positive numbers), ``setup`` and ``trace_paths`` (true or false);
+    ``sample_timeout_s`` (positive numbers), ``busy_wait_s`` (>= 0), ``setup`` and ``trace_paths`` (true or false);
     AlertError names a bad one."""
     out: dict = {}
     for key, field, kind in (
@@ -115,6 +116,16 @@ def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
                     f"{where}: annotations.{key}: {annotations[key]!r} is not a positive number ({exc})"
                 ) from exc
             out[field] = value
+    if "busy_wait" in annotations:  # 0 is allowed: fail at once when the GPUs are held
+        try:
+            waited = float(annotations["busy_wait"])
+            if not waited >= 0:
+                raise ValueError("must be >= 0")
+        except ValueError as exc:
+            raise AlertError(
+                f"{where}: annotations.busy_wait: {annotations['busy_wait']!r} is not a number of seconds >= 0 ({exc})"
+            ) from exc
+        out["busy_wait_s"] = waited
     for key in ("setup", "pip_log", "wheelhouse"):
         if annotations.get(key):
             out[key] = annotations[key]

@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from agent.alerts import AlertError, bench_options, host_settings, metric_direction, read_alert, workload_shape
-from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
+from agent.cli import BusyWaitOpt, LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
@@ -93,6 +93,7 @@ def bisect_cmd(
         float | None, typer.Option(min=0.001, help="wall-time budget, seconds: the probe in flight is stopped")
     ] = None,
     launch_timeout: LaunchTimeoutOpt = None,
+    busy_wait: BusyWaitOpt = None,
     setup: SetupOpt = None,
     slots: SlotsOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
@@ -124,6 +125,7 @@ def bisect_cmd(
         except AlertError as exc:
             bad_input(f"--alert: {exc}")
         launch_timeout = launch_timeout or on_host.get("launch_timeout_s")
+        busy_wait = on_host.get("busy_wait_s") if busy_wait is None else busy_wait
         slots = slots or on_host.get("slots")
         setup = setup or on_host.get("setup")
     needed = (("--repo", repo), ("--good", good)) + ((("--launch", launch), ("--model", model)) if not bench else ())
@@ -167,7 +169,13 @@ def bisect_cmd(
     if probes is not None and k == 1:
         k = probes.k
     measurer = Measurer(
-        h, git, workdir / "logs", health_timeout_s=launch_timeout or 1800.0, slots=slots or 1, setup=setup
+        h,
+        git,
+        workdir / "logs",
+        health_timeout_s=launch_timeout or 1800.0,
+        slots=slots or 1,
+        setup=setup,
+        busy_wait_s=600.0 if busy_wait is None else busy_wait,
     )
     if max_wall is not None:
         measurer.deadline = time.time() + max_wall

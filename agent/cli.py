@@ -37,6 +37,10 @@ SlotsOpt = Annotated[
 LaunchTimeoutOpt = Annotated[
     float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
 ]
+BusyWaitOpt = Annotated[
+    float | None,
+    typer.Option(min=0, help="seconds a launch waits for GPUs another process holds (default: the alert's, else 600)"),
+]
 SetupOpt = Annotated[str | None, typer.Option(help="command run in each probe's worktree before the launch (a build)")]
 TracePathsOpt = Annotated[
     bool | None,

@@ -19,7 +19,18 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.alerts import AlertError, bench_config, host_settings, metric_direction, read_alert
-from agent.cli import LaunchTimeoutOpt, SetupOpt, SlotsOpt, TracePathsOpt, app, bad_input, console, out, print_json
+from agent.cli import (
+    BusyWaitOpt,
+    LaunchTimeoutOpt,
+    SetupOpt,
+    SlotsOpt,
+    TracePathsOpt,
+    app,
+    bad_input,
+    console,
+    out,
+    print_json,
+)
 from agent.graph import Decision, Hunter
 from agent.llm_policy import settings_for
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
@@ -270,6 +281,7 @@ def hunt_cmd(
     ] = None,
     slots: SlotsOpt = None,
     launch_timeout: LaunchTimeoutOpt = None,
+    busy_wait: BusyWaitOpt = None,
     sample_timeout: Annotated[
         float | None, typer.Option(min=0.001, help="seconds per sample (default: 10x the slowest sample seen)")
     ] = None,
@@ -358,6 +370,7 @@ def hunt_cmd(
     for field, value in (
         ("slots", slots),
         ("launch_timeout_s", launch_timeout),
+        ("busy_wait_s", busy_wait),
         ("sample_timeout_s", sample_timeout),
         ("setup", setup),
         ("trace_paths", trace_paths),

@@ -207,7 +207,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         "",
         f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.  ",
         f"Cost: {c.launches} launches, {c.samples} samples, {c.device_s:.1f} s with a server up (device time), "
-        f"{c.build_s:.1f} s of setup (build); host slots: {hunt.target.slots}.",
+        f"{c.build_s:.1f} s of setup (build); host slots: {hunt.target.slots}{c.waited_said()}.",
         "",
         "## Timeline",
         "",

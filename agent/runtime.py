@@ -184,6 +184,7 @@ class Runtime:
             sample_timeout_s=t.sample_timeout_s,
             setup=t.setup,
             trace_imports=bool(t.trace_paths) and not t.command,
+            busy_wait_s=t.busy_wait_s,
         )
 
     def reclaim(self) -> None:

@@ -54,6 +54,7 @@ class Target(BaseModel):
     launch_timeout_s: float = Field(default=1800.0, gt=0)  # launch to healthy, per launch
     sample_timeout_s: float | None = Field(default=None, gt=0)  # per sample; None: derived from samples seen
     setup: str | None = None  # run in each probe's worktree before the launch (a build); failure: unbuildable
+    busy_wait_s: float = Field(default=600.0, ge=0)  # a launch waits this long for GPUs another process holds
     # Which commits can matter (tools.codepath): None: a benchmark command is traced by one extra
     # run at each end, launches are not; True: launches print their imports too; False: never.
     trace_paths: bool | None = None

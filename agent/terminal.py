@@ -116,7 +116,8 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     parts.append(
         Text(
             f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {c.launches} launches, {c.samples} "
-            f"samples, {c.device_s:.1f} s with a server up, {c.build_s:.1f} s of setup; host slots: {t.slots}.",
+            f"samples, {c.device_s:.1f} s with a server up, {c.build_s:.1f} s of setup; host slots: {t.slots}"
+            f"{c.waited_said()}.",
             style="dim",
         )
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -155,6 +157,51 @@ def test_a_second_server_on_a_full_host_fails_at_start_as_a_real_one_does(lab):
             other.close()
         finally:
             first.stop()
+
+
+def test_a_launch_waits_for_gpus_a_neighbour_holds_and_starts_once_they_are_freed(lab):
+    """A neighbour's job holds the node's GPUs for a while: the launch is tried again until they
+    are free, then the state is measured as usual; the wait is counted apart from the launch."""
+    from tools.server import launch
+
+    scen, ann, workload, m = lab
+    m.close()
+    with m.git.worktree(scen.good_sha) as wt:
+        neighbour = launch(ann["launch_command"], wt, m.log_dir / "neighbour.log", health_timeout_s=60)
+        timer = threading.Timer(2.0, neighbour.stop)
+        timer.start()
+        waiting = Measurer(LocalHost(), m.git, m.log_dir / "waiting", slots=1, busy_wait_s=10)
+        try:
+            got = waiting.measure(State(label="after", ref=scen.head_sha, launch=ann["launch_command"]), workload, 1)
+        finally:
+            waiting.close()
+            timer.join()
+    assert len(got.samples) == 1 and waiting.cost.launches == 1 and not waiting.broken
+    assert waiting.cost.busy_wait_s >= 1.0  # it did wait: the first tries found the GPUs held
+    assert "s waiting for GPUs another process held" in waiting.cost.waited_said()  # what the report says
+
+
+def test_gpus_held_past_the_wait_leave_the_state_untestable_and_the_budget_ends_a_wait(lab):
+    from tools.measure import Deadline, HostBusy
+    from tools.server import launch
+
+    scen, ann, workload, m = lab
+    m.close()
+    head = State(label="beside", ref=scen.head_sha, launch=ann["launch_command"])
+    with m.git.worktree(scen.good_sha) as wt:
+        neighbour = launch(ann["launch_command"], wt, m.log_dir / "neighbour.log", health_timeout_s=60)
+        try:
+            short = Measurer(LocalHost(), m.git, m.log_dir / "short", slots=1, busy_wait_s=1.5)
+            with pytest.raises(HostBusy, match=r"no free GPU \(still held after \d+ s of waiting\)"):
+                short.measure(head, workload, 1)
+            assert not short.broken and short.cost.busy_wait_s >= 1.0
+            budget = Measurer(LocalHost(), m.git, m.log_dir / "budget", slots=1, busy_wait_s=600)
+            budget.deadline = time.time() + 3
+            with pytest.raises(Deadline, match="wall-time budget ran out"):
+                budget.measure(head, workload, 1)
+            assert time.time() < budget.deadline + 5  # the budget, not the 600 s wait, ended it
+        finally:
+            neighbour.stop()
 
 
 def test_a_one_slot_ab_alternates_launches_in_a_balanced_order_and_never_overlaps(lab):

@@ -155,12 +155,22 @@ def test_a_targets_slots_timeout_and_setup_reach_the_hunt_through_the_alert(tmp_
     t = ServeTarget(
         name="n1", match={"host": "gpu-node-1"}, repo="/srv/sglang", launch="L {worktree} {port}",
         benchmark="sleuth bench --model M", slots=2, launch_timeout=2400, setup="pip install -e python/",
+        busy_wait=0,
     )  # fmt: skip
     labels, ann = t.complete({"host": "gpu-node-1"}, {"good_value": "94"})
     (tmp_path / "a.json").write_text(json.dumps({"labels": labels, "annotations": ann}))
     target = target_from_alert(tmp_path / "a.json", None)
     assert (target.slots, target.launch_timeout_s, target.setup) == (2, 2400.0, "pip install -e python/")
-    ann["slots"] = "zero"
-    (tmp_path / "b.json").write_text(json.dumps({"labels": labels, "annotations": ann}))
-    r = sleuth_in_process("hunt", "--alert", tmp_path / "b.json", "--db", tmp_path / "r.db")
-    assert r.returncode == 2 and "annotations.slots: 'zero' is not a positive number" in r.stdout + r.stderr
+    assert target.busy_wait_s == 0  # this node's launches never wait for GPUs someone else holds
+    del ann["busy_wait"]
+    (tmp_path / "c.json").write_text(json.dumps({"labels": labels, "annotations": ann}))
+    assert target_from_alert(tmp_path / "c.json", None).busy_wait_s == 600  # the default
+    for key, value, said in (
+        ("slots", "zero", "annotations.slots: 'zero' is not a positive number"),
+        ("busy_wait", "-5", "annotations.busy_wait: '-5' is not a number of seconds >= 0"),
+    ):
+        (tmp_path / "b.json").write_text(json.dumps({"labels": labels, "annotations": ann | {key: value}}))
+        r = sleuth_in_process("hunt", "--alert", tmp_path / "b.json", "--db", tmp_path / "r.db")
+        assert r.returncode == 2 and said in r.stdout + r.stderr, r.stdout + r.stderr
+    r = sleuth_in_process("hunt", "--alert", tmp_path / "c.json", "--busy-wait", "-1", "--db", tmp_path / "r.db")
+    assert r.returncode == 2 and "--busy-wait" in r.stdout + r.stderr

@@ -35,8 +35,10 @@ class ToolContext:
         sample_timeout_s: float | None = None,
         setup: str | None = None,
         trace_imports: bool = False,
+        busy_wait_s: float = 0.0,
     ) -> None:
         self.host = host or LocalHost()
+        self.busy_wait_s = busy_wait_s
         self.trace_imports = trace_imports
         self.repo = str(repo)
         self.workdir = Path(workdir)
@@ -66,6 +68,7 @@ class ToolContext:
             setup=self.setup,
             sample_timeout_s=self.sample_timeout_s,
             trace_imports=self.trace_imports,
+            busy_wait_s=self.busy_wait_s,
         )
 
     def close(self) -> None:

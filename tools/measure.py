@@ -148,6 +148,7 @@ class Cost(BaseModel):
     build_s: float = 0.0
     launch_s: float = 0.0
     sample_s: float = 0.0
+    busy_wait_s: float = 0.0  # waiting for GPUs another process held (``Measurer.busy_wait_s``)
 
     def minus(self, before: Cost) -> Cost:
         return Cost(
@@ -164,6 +165,10 @@ class Cost(BaseModel):
             **{k: round(getattr(self, k) + getattr(o, k), 3) for k in _SECONDS},
         )
 
+    def waited_said(self) -> str:
+        """The report's words for time spent waiting on another process's GPUs (none: nothing)."""
+        return f"; {self.busy_wait_s:.0f} s waiting for GPUs another process held" if self.busy_wait_s >= 0.5 else ""
+
     def launch_in_samples(self) -> float | None:
         """What one launch costs in samples (mean launch time over mean sample time), or None
         before both were measured (recordings from before these times were kept)."""
@@ -172,7 +177,7 @@ class Cost(BaseModel):
         return (self.launch_s / self.launches) / (self.sample_s / self.samples)
 
 
-_SECONDS = ("device_s", "build_s", "launch_s", "sample_s")
+_SECONDS = ("device_s", "build_s", "launch_s", "sample_s", "busy_wait_s")
 
 
 def _measurement(state: State, tree: str, entry: dict) -> Measurement:
@@ -248,6 +253,7 @@ class Measurer:
         setup: str | None = None,
         sample_timeout_s: float | None = None,
         trace_imports: bool = False,
+        busy_wait_s: float = 0.0,
     ) -> None:
         self.host = host
         self.git = git
@@ -257,6 +263,7 @@ class Measurer:
         self.slots = max(1, slots)
         self.setup = setup
         self.sample_timeout_s = sample_timeout_s  # None: derived from the samples seen so far
+        self.busy_wait_s = busy_wait_s  # how long a launch waits for GPUs another process holds
         # Launches print the modules they import (tools.codepath), kept per commit: which
         # commits of a range can matter at all.
         self.trace_imports = trace_imports
@@ -292,6 +299,27 @@ class Measurer:
         left = self.remaining()
         return left is not None and left <= 0.5
 
+    def busy_poll_s(self) -> float:
+        """How often a launch is tried again while the GPUs are held: a tenth of the wait, from
+        half a second to a minute (a real launch that fails for memory costs tens of seconds)."""
+        return min(60.0, max(0.5, self.busy_wait_s / 10))
+
+    def _wait_for_gpus(self, since: float) -> bool:
+        """Sleep until the next try while the wait (from ``since``) lasts; False once it is over.
+        The budget ends it too, as a Deadline: waiting is what the budget was spent on."""
+        waited = time.monotonic() - since
+        if waited >= self.busy_wait_s:
+            return False
+        pause = min(self.busy_poll_s(), self.busy_wait_s - waited)
+        left = self.remaining()
+        if left is not None:
+            if left <= 1.0:
+                raise Deadline(f"the wall-time budget ran out waiting {waited:.0f} s for GPUs another process holds")
+            pause = min(pause, left - 1.0)
+        time.sleep(pause)
+        self.cost = self.cost.plus(Cost(busy_wait_s=pause))
+        return True
+
     def sample_timeout(self, configured: float) -> float:
         """A sample's timeout: the configured one, or, once samples were seen, ten times the slowest
         of them (at least 10 s): a request that takes ten times longer than any before is hung."""
@@ -318,7 +346,7 @@ class Measurer:
             old.close()
         stack = ExitStack()
         try:
-            t0 = time.monotonic()
+            t0, waited = time.monotonic(), self.cost.busy_wait_s
             wt = stack.enter_context(self.git.worktree(state.ref))
             self._build(key, state, wt)
             if workload.command is None:
@@ -328,7 +356,8 @@ class Measurer:
                 up = time.monotonic()
                 stack.callback(lambda: self._add_device(time.monotonic() - up))
                 launched = _Launched(stack, lambda: self._run_command(wt, workload, state))
-            self._launch_s.append(time.monotonic() - t0)
+            # What a launch costs, without the time spent waiting for another process's GPUs.
+            self._launch_s.append(time.monotonic() - t0 - (self.cost.busy_wait_s - waited))
             self.cost = self.cost.plus(Cost(launch_s=self._launch_s[-1]))
         except BaseException:
             stack.close()
@@ -367,34 +396,49 @@ class Measurer:
             raise self.broken[key]
 
     def _launch(self, key: str, state: State, worktree: str, stack: ExitStack) -> Server:
-        log = self.log_dir / f"{state.label}-{state.ref[:10]}-{uuid.uuid4().hex[:6]}.log"
-        timeout = self._bound(self.health_timeout_s)
-        up = time.monotonic()
-        try:
-            server = launch(
-                state.launch,
-                worktree,
-                log,
-                env={**state.env, **TRACE_ENV} if self.trace_imports else state.env,
-                host=self.host,
-                health_timeout_s=timeout,
-                pid_dir=self.pid_dir,
-            )
-        except ServerError as exc:
-            self._add_device(time.monotonic() - up)
-            text = str(exc)
-            if self._at_deadline():
-                raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
-            if _NO_CAPACITY.search(text):
-                raise HostBusy(f"{state.label} ({state.ref[:10]}) cannot start, no free GPU: {text}") from exc
-            if exc.clash:
-                said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
-                raise HostBusy(f"{said}: {text}") from exc
-            how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
-            lines = [x.strip() for x in text.splitlines() if x.strip()]
-            failure = first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
-            self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
-            raise self.broken[key] from exc
+        """Launch the state's server. GPUs held by another process (a neighbour's job, another
+        hunt) are waited for, up to ``busy_wait_s`` and never past the deadline, with a launch
+        tried again every ``busy_poll_s()``: a busy node is the host's state, not the commit's."""
+        busy_since: float | None = None
+        while True:
+            log = self.log_dir / f"{state.label}-{state.ref[:10]}-{uuid.uuid4().hex[:6]}.log"
+            timeout = self._bound(self.health_timeout_s)
+            up = time.monotonic()
+            try:
+                server = launch(
+                    state.launch,
+                    worktree,
+                    log,
+                    env={**state.env, **TRACE_ENV} if self.trace_imports else state.env,
+                    host=self.host,
+                    health_timeout_s=timeout,
+                    pid_dir=self.pid_dir,
+                )
+                break
+            except ServerError as exc:
+                text = str(exc)
+                if _NO_CAPACITY.search(text):  # a try refused for the GPUs is part of the wait for them
+                    self.cost = self.cost.plus(Cost(busy_wait_s=time.monotonic() - up))
+                else:
+                    self._add_device(time.monotonic() - up)
+                if self._at_deadline():
+                    raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
+                if _NO_CAPACITY.search(text):
+                    busy_since = time.monotonic() if busy_since is None else busy_since
+                    if self._wait_for_gpus(busy_since):
+                        continue
+                    held = time.monotonic() - busy_since
+                    said = f"{state.label} ({state.ref[:10]}) cannot start, no free GPU"
+                    waited = f" (still held after {held:.0f} s of waiting)" if held >= 1 else ""
+                    raise HostBusy(f"{said}{waited}: {text}") from exc
+                if exc.clash:
+                    said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
+                    raise HostBusy(f"{said}: {text}") from exc
+                how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
+                lines = [x.strip() for x in text.splitlines() if x.strip()]
+                failure = first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
+                self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
+                raise self.broken[key] from exc
 
         def stop() -> None:
             server.stop()

@@ -19,6 +19,7 @@ lower_is_better = false       # default: the alert's annotations.direction, else
 good_ref = "v0.5.3"           # default: the alert's annotations.good_ref, else the reflog
 slots = 1                     # servers the host holds at once (default: the alert's, else 1)
 launch_timeout = 1800         # seconds from launch to healthy (default: the alert's, else 1800)
+busy_wait = 600               # seconds a launch waits for GPUs another process holds (default: the alert's, else 600)
 setup = "pip install -e python/"   # run in each probe's worktree before the launch (a build)
 trace_paths = true                  # launches print their imports: commits touching none are not bisected
 pip_log = "/var/log/pip.log"        # the host's pip log: what changed, when no earlier hunt stored a snapshot
@@ -64,6 +65,7 @@ class ServeTarget(BaseModel):
     good_ref: str | None = None
     slots: int | None = Field(default=None, ge=1)
     launch_timeout: float | None = Field(default=None, gt=0)
+    busy_wait: float | None = Field(default=None, ge=0)
     setup: str | None = None
     trace_paths: bool | None = None
     pip_log: str | None = None
@@ -97,6 +99,7 @@ class ServeTarget(BaseModel):
             ("repo", self.repo),
             ("slots", None if self.slots is None else str(self.slots)),
             ("launch_timeout", None if self.launch_timeout is None else f"{self.launch_timeout:g}"),
+            ("busy_wait", None if self.busy_wait is None else f"{self.busy_wait:g}"),
             ("setup", self.setup),
             ("trace_paths", None if self.trace_paths is None else str(self.trace_paths).lower()),
             ("pip_log", self.pip_log),

@@ -444,6 +444,8 @@ def _alert(spec: Scenario, res: BuildResult, final_root: Path, launch_scale: flo
         "slots": str(max(1, spec.hardware.count // spec.system.tp)),
         # 1800 s on a real node; here in the lab's wall seconds (its clock and launch time scaled).
         "launch_timeout": f"{max(60.0, 1800 * spec.time_scale * launch_scale):g}",
+        # A launch waits for GPUs another process holds: 600 s on a real node, scaled the same way.
+        "busy_wait": f"{max(5.0, 600 * spec.time_scale * launch_scale):g}",
         # The lab's stack is Python and its operator (us) allows it: launches print their imports.
         "trace_paths": "true",
     }
