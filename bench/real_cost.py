@@ -59,6 +59,7 @@ def hunt(spec: Path, slots: int | None = None, max_wall: float = 3600) -> dict:
     target = target_from_alert(res.root / "alert.json", str(res.repo))
     if slots is not None:
         target.slots = slots
+        target.busy_wait_s = 0  # the two-server design must fail at once, not wait for its own server
     h = Hunt(run_id=new_run_id(), target=target, budget=Budget(max_probes=30, max_wall_s=max_wall))
     hunter = Hunter(work / "runs.db", work / "runs")
     t0 = time.monotonic()
