@@ -147,8 +147,9 @@ def launch_context(hunt: Hunt, exclude: tuple[str, ...] = ()) -> list[list[list[
     return [split_launches(m.samples, m.groups) for m in best.values()]
 
 
-def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n: int):
-    """A confirmation: a fresh A/B of (label, ref) a against b on servers launched for it, ``n``
+def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[str, str] | Measured, n: int):
+    """A confirmation: a fresh A/B of a against b (each a (label, ref), or a state measured
+    before: its env and launch too, none of its samples) on servers launched for it, ``n``
     new samples each (at least 6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01
     at all, and only with independent samples; in launches of two or three they count for less,
     and 6 + 6 still reaches it at a design effect up to 1.4), never samples from the bisection
@@ -162,7 +163,11 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str], b: tuple[str, str], n:
     from one repeated launch (one degree of freedom) and leaned on a prior for the rest."""
     n = max(n, rt.ab_samples(hunt))
     single = rt.dear_launches(hunt)
-    ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
+    if isinstance(a, Measured) and isinstance(b, Measured):
+        ma, mb = rt.measure_pair(hunt, a, b, n, fresh=True, relaunch=True, single=single)
+    else:
+        assert isinstance(a, tuple) and isinstance(b, tuple)
+        ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
     cmp = launch_aware(hunt, ma, mb, context=single)
     for i, more in enumerate((n, 2 * n)):
         if cmp.verdict != "unknown":
