@@ -56,6 +56,19 @@ def test_two_steps_give_two_culprits():
     assert all(c.verified for c in res.culprits)
 
 
+def test_a_step_under_a_quarter_of_the_change_above_the_culprit_is_not_searched_for():
+    """100 -> 20 at c0010, then 20 -> 19.2 at c0028: 1 % of the change, the size of a loaded
+    machine's drift. It is not another step to search for (every probe between two ends at one
+    level would be ambiguous and grow to dozens of samples), so one culprit, and nothing probed
+    above it beyond its sandwich."""
+    shas, parents = chain(32)
+    probe, calls = noisy(lambda s: 100 * (0.2 if int(s[1:]) >= 10 else 1) * (0.96 if int(s[1:]) >= 28 else 1), 0.01, 4)
+    res = bisect(parents, shas[0], shas[-1], probe)
+    assert [c.sha for c in res.culprits] == ["c0010"]
+    probed_above = {sha for sha, _ in calls if 16 < int(sha[1:]) < 32}  # the first search stops at c0016
+    assert not probed_above, probed_above
+
+
 def test_unlaunchable_commits_are_skipped_and_never_blamed_alone():
     shas, parents = chain(32)
     broken = frozenset({"c0010", "c0011"})

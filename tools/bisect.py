@@ -287,7 +287,7 @@ def bisect(
         if culprit == bad:
             break
         # Is there another step above this one? Compare the culprit's level with the bad end.
-        if not _more_steps(samples, culprit, bad, cfg):
+        if not _more_steps(samples, good, culprit, bad, cfg):
             break
         _reference(samples, culprit, "good", cfg.ref_samples)  # it becomes one: a reference's samples
         good_ref = culprit
@@ -340,17 +340,26 @@ def _oriented(probe: Probe, higher_is_better: bool) -> Probe:
     return lambda sha, n: [-x for x in probe(sha, n)]
 
 
-def _more_steps(samples: _Samples, culprit: str, bad: str, cfg: BisectConfig) -> bool:
-    """Is the bad end still worse than the culprit's level (another step above it)?
+def _more_steps(samples: _Samples, good: str, culprit: str, bad: str, cfg: BisectConfig) -> bool:
+    """Is the bad end still worse than the culprit's level by a step that counts (another step
+    above it)?
 
-    A lenient rank test (p <= 0.01) on the samples already taken: a false "yes" only costs a
-    search, because every further culprit must pass its own verification sandwich."""
+    A lenient rank test (p <= 0.01) on the samples already taken, and a gap of at least
+    ``min_effect_fraction`` of the whole good->bad change, the rule every probe is judged by: a
+    step smaller than that is not one. Without it, a few percent of drift between the culprit's
+    samples and the bad end's (a loaded machine) started a search between two ends at one level,
+    where every probe is ambiguous and grows to dozens of samples (100 s of a real case's hunt).
+    A false "yes" costs only that search: every further culprit must pass its own sandwich."""
     a = samples.data.get(culprit, [])
     b = _reference(samples, bad, "bad", max(len(a), samples.ref_n))
-    if len(a) < 3:
+    g = samples.data.get(good, [])
+    if len(a) < 3 or not g:
+        return False
+    g_med, a_med, b_med = (float(np.median(x)) for x in (g, a, b))
+    if a_med - b_med < cfg.min_effect_fraction * (g_med - b_med):
         return False
     c = compare(a, b, alpha=0.01, interval=False)
-    return c.verdict == "different" and float(np.median(b)) < float(np.median(a))
+    return c.verdict == "different" and b_med < a_med
 
 
 def _search(
