@@ -56,7 +56,7 @@ def test_two_steps_give_two_culprits():
     assert all(c.verified for c in res.culprits)
 
 
-def test_a_step_under_a_quarter_of_the_change_above_the_culprit_is_not_searched_for():
+def test_a_step_of_one_percent_of_the_change_above_the_culprit_is_not_searched_for():
     """100 -> 20 at c0010, then 20 -> 19.2 at c0028: 1 % of the change, the size of a loaded
     machine's drift. It is not another step to search for (every probe between two ends at one
     level would be ambiguous and grow to dozens of samples), so one culprit, and nothing probed
