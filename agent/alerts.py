@@ -101,31 +101,21 @@ def host_settings(annotations: dict[str, str], where: str = "alert") -> dict:
     ``sample_timeout_s`` (positive numbers), ``busy_wait_s`` (>= 0), ``setup`` and ``trace_paths`` (true or false);
     AlertError names a bad one."""
     out: dict = {}
-    for key, field, kind in (
-        ("slots", "slots", int),
-        ("launch_timeout", "launch_timeout_s", float),
-        ("sample_timeout", "sample_timeout_s", float),
+    for key, field, kind, zero_ok in (
+        ("slots", "slots", int, False),
+        ("launch_timeout", "launch_timeout_s", float, False),
+        ("sample_timeout", "sample_timeout_s", float, False),
+        ("busy_wait", "busy_wait_s", float, True),  # 0: fail at once when the GPUs are held
     ):
         if key in annotations:
+            what, bound = ("a number of seconds >= 0", ">= 0") if zero_ok else ("a positive number", "> 0")
             try:
                 value = kind(annotations[key])
-                if value <= 0:
-                    raise ValueError("must be > 0")
+                if not (value >= 0 if zero_ok else value > 0):  # NaN is neither
+                    raise ValueError(f"must be {bound}")
             except ValueError as exc:
-                raise AlertError(
-                    f"{where}: annotations.{key}: {annotations[key]!r} is not a positive number ({exc})"
-                ) from exc
+                raise AlertError(f"{where}: annotations.{key}: {annotations[key]!r} is not {what} ({exc})") from exc
             out[field] = value
-    if "busy_wait" in annotations:  # 0 is allowed: fail at once when the GPUs are held
-        try:
-            waited = float(annotations["busy_wait"])
-            if not waited >= 0:
-                raise ValueError("must be >= 0")
-        except ValueError as exc:
-            raise AlertError(
-                f"{where}: annotations.busy_wait: {annotations['busy_wait']!r} is not a number of seconds >= 0 ({exc})"
-            ) from exc
-        out["busy_wait_s"] = waited
     for key in ("setup", "pip_log", "wheelhouse"):
         if annotations.get(key):
             out[key] = annotations[key]

@@ -163,11 +163,7 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[st
     from one repeated launch (one degree of freedom) and leaned on a prior for the rest."""
     n = max(n, rt.ab_samples(hunt))
     single = rt.dear_launches(hunt)
-    if isinstance(a, Measured) and isinstance(b, Measured):
-        ma, mb = rt.measure_pair(hunt, a, b, n, fresh=True, relaunch=True, single=single)
-    else:
-        assert isinstance(a, tuple) and isinstance(b, tuple)
-        ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
+    ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
     cmp = launch_aware(hunt, ma, mb, context=single)
     for i, more in enumerate((n, 2 * n)):
         if cmp.verdict != "unknown":

@@ -601,13 +601,18 @@ class Runtime:
         ]
 
     def fresh_pair(
-        self, hunt: Hunt, a: tuple[str, str], b: tuple[str, str], samples: int, single: bool = False
+        self,
+        hunt: Hunt,
+        a: tuple[str, str] | Measured,
+        b: tuple[str, str] | Measured,
+        samples: int,
+        single: bool = False,
     ) -> tuple[Measured, Measured]:
-        """A fresh A/B of two states ((label, ref) each): ``samples`` new samples of each, taken
-        interleaved on newly launched servers (or in a balanced launch order on a one-slot host;
-        ``single``: one launch each), none reused from earlier measurements. What a confirmation
-        is made of."""
-        sides = [self.planned(hunt, label, ref) for label, ref in (a, b)]
+        """A fresh A/B of two states ((label, ref) each, or a state measured before: its env and
+        launch, none of its samples): ``samples`` new samples of each, taken interleaved on newly
+        launched servers (or in a balanced launch order on a one-slot host; ``single``: one launch
+        each), none reused from earlier measurements. What a confirmation is made of."""
+        sides = [side if isinstance(side, Measured) else self.planned(hunt, *side) for side in (a, b)]
         return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True, single=single)
 
     def dear_launches(self, hunt: Hunt) -> bool:

@@ -86,6 +86,9 @@ class ScriptedWorld:
         got_a, got_b = self.pairs.pop(0)
         return _measured(hunt, a.label, got_a), _measured(hunt, b.label, got_b)
 
+    def fresh_pair(self, hunt, a, b, samples, single=False):  # as Runtime's: measured sides, fresh, relaunched
+        return self.measure_pair(hunt, a, b, samples, fresh=True, relaunch=True, single=single)
+
     def joined(self, hunt, first, more):
         return _measured(hunt, first.label, first.samples + more.samples, first.groups + more.groups)
 

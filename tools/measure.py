@@ -417,13 +417,14 @@ class Measurer:
                 break
             except ServerError as exc:
                 text = str(exc)
-                if _NO_CAPACITY.search(text):  # a try refused for the GPUs is part of the wait for them
+                busy = bool(_NO_CAPACITY.search(text))
+                if busy:  # a try refused for the GPUs is part of the wait for them
                     self.cost = self.cost.plus(Cost(busy_wait_s=time.monotonic() - up))
                 else:
                     self._add_device(time.monotonic() - up)
                 if self._at_deadline():
                     raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
-                if _NO_CAPACITY.search(text):
+                if busy:
                     busy_since = time.monotonic() if busy_since is None else busy_since
                     if self._wait_for_gpus(busy_since):
                         continue
