@@ -59,6 +59,17 @@ def bad_input(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def db_path(db: Path | None, must_exist: bool = False) -> Path:
+    """The run store a command opens (``--db``, ``$SLEUTH_DB``, the XDG default), or one line
+    naming where a path that cannot be a store came from, exit 2."""
+    from transcripts.store import store_file
+
+    try:
+        return store_file(db, must_exist)
+    except ValueError as exc:
+        bad_input(str(exc))
+
+
 def print_json(payload: object) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 

@@ -50,10 +50,33 @@ def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
 
 
 def min_effect_pct(hunt: Hunt) -> float:
+    """The smallest effect that can explain a part of the drop: a quarter of it (at least 2 %), or
+    5 % while its size is unknown. In percent of the drop's larger end, so that it holds from
+    either side of an A/B: a lower-is-better metric 380x slower (0.014 -> 5.3 ms) has a quarter
+    of +38000 % from its good end, which no revert measured from HEAD's side (-99.7 %) can show."""
+    ends = drop_ends(hunt)
+    if ends is None:
+        return 5.0
+    good, bad = ends
+    return max(2.0, 0.25 * abs(good - bad) / max(abs(good), abs(bad)) * 100)
+
+
+def drop_ends(hunt: Hunt) -> tuple[float, float] | None:
+    """The drop's two ends: the alert's good and bad values; without them (a ``--bench`` hunt
+    given only a known-good ref), the supported history A/B's medians (good-candidate, HEAD), once
+    measured. Without this a 5 % floor judged every further step of an 80x drop: a commit measured
+    a few percent slower under load could be named beside the real culprit."""
     t = hunt.target
     if t.good_value and t.bad_value:
-        return max(2.0, 0.25 * abs(t.good_value - t.bad_value) / t.good_value * 100)
-    return 5.0
+        return t.good_value, t.bad_value
+    h = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "supported"), None)
+    if h is None or len(h.evidence) < 2:
+        return None
+    try:
+        good, head = hunt.get(h.evidence[0]).median, hunt.get(h.evidence[1]).median
+    except StopIteration:
+        return None
+    return (good, head) if good else None
 
 
 def ab(
@@ -92,13 +115,44 @@ def ab(
     if not first:
         a, b = rt.measure_pair(hunt, a, b, n, fresh=True)
     cmp = _ab_round(hunt, a, b, alpha, better)
-    for more in (n, 2 * n):
+    for more in further_rounds(hunt, n):
         if cmp.verdict != "unknown" or ruled_out(cmp):
             break
         more_a, more_b = rt.measure_pair(hunt, a, b, more, fresh=True)
         a, b = rt.joined(hunt, a, more_a), rt.joined(hunt, b, more_b)
         cmp = _ab_round(hunt, a, b, alpha, better)
-    return cmp, a, b
+    return _stopped(hunt, cmp, a, b), a, b
+
+
+# A benchmark command's sample is its own process (no launch, no server to keep warm): an A/B still
+# unknown keeps taking rounds, each as large as all before, up to this many samples a side. A 1.2x
+# change under +-25 % noise per sample needs about 40 a side at p <= 0.01.
+BENCH_AB_MAX_SAMPLES = 160
+
+
+def further_rounds(hunt: Hunt, n: int) -> list[int]:
+    """The sizes of the rounds an A/B takes after its first while the answer is unknown. Where
+    a side is a server launch: as many again, then twice as many (a round is a launch or three on a
+    one-slot host). A benchmark command: doubling until ``BENCH_AB_MAX_SAMPLES`` a side."""
+    if not hunt.target.command:
+        return [n, 2 * n]
+    sizes, total = [], n
+    while total < BENCH_AB_MAX_SAMPLES:
+        sizes.append(min(total, BENCH_AB_MAX_SAMPLES - total))
+        total += sizes[-1]
+    return sizes
+
+
+def _stopped(hunt: Hunt, cmp, a: Measured, b: Measured):
+    """An answer still unknown says which budget stopped it."""
+    if cmp.verdict == "unknown" and not ruled_out(cmp):
+        cap = (
+            f"the A/B's cap of {BENCH_AB_MAX_SAMPLES} samples a side"
+            if hunt.target.command
+            else "the A/B's three rounds (each a launch or more a side)"
+        )
+        cmp.stopped = f"still unknown after {len(a.samples)} + {len(b.samples)} samples: {cap}"
+    return cmp
 
 
 def _ab_round(hunt: Hunt, a: Measured, b: Measured, alpha: float, better: str | None):
@@ -165,7 +219,7 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[st
     single = rt.dear_launches(hunt)
     ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
     cmp = launch_aware(hunt, ma, mb, context=single)
-    for i, more in enumerate((n, 2 * n)):
+    for i, more in enumerate(further_rounds(hunt, n)):
         if cmp.verdict != "unknown":
             break
         if single and i == 0:  # B A after A B: the two rounds together are balanced (A B B A)
@@ -174,7 +228,7 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[st
             more_a, more_b = rt.measure_pair(hunt, ma, mb, more, fresh=True, relaunch=True)
         ma, mb = rt.joined(hunt, ma, more_a), rt.joined(hunt, mb, more_b)
         cmp = launch_aware(hunt, ma, mb, context=single)
-    return cmp, ma, mb
+    return _stopped(hunt, cmp, ma, mb), ma, mb
 
 
 def fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
@@ -184,11 +238,13 @@ def fmt(cmp, a: Measured, b: Measured, metric: str) -> str:
     )
     if ruled_out(cmp):
         text += f"; a gain that could explain the drop ruled out, p={cmp.p_shortfall:.2g}"
+    elif cmp.stopped:
+        text += f"; {cmp.stopped}"
     return text + ")"
 
 
 def freshness(a: Measured, b: Measured) -> str:
-    launches = len(a.groups) + len(b.groups)
+    launches = len(a.groups) + len(b.groups) if a.launch else 0  # a benchmark command launches nothing
     return f"; fresh: {len(a.samples)} + {len(b.samples)} new samples" + (
         f" in {launches} launches" if launches else ""
     )
@@ -216,6 +272,26 @@ def halving_step(hunt: Hunt, rt: Runtime, base: Measured, m: Measured, base_labe
     return moved, base, m, fmt(cmp, base, m, hunt.target.metric)
 
 
+def one_launch_step(hunt: Hunt, rt: Runtime, base: Measured, top: Measured, m: Measured, full: float):
+    """A halving step where launches are dear (``Runtime.dear_launches``): the half's state on one
+    launch, placed between the two ends the group's own A/B has just measured (``base``: nothing
+    changed; ``top``: all of it). It holds the culprit when it differs from ``base`` and lies past
+    half the way to ``top``; it does not when it differs from ``top`` and lies short of half; each
+    judged with the host's launch-to-launch spread (``launch_aware`` in context). Otherwise, and
+    only then, the A/B of ``halving_step``. Before this every step was a fresh A/B of two or three
+    launches: a patch of eight files took 18 launches to name one on a one-slot node. Returns what
+    ``halving_step`` does, or None where the launch left it undecided (``m`` then measured)."""
+    m = rt.measure_planned(hunt, m, rt.ab_samples(hunt)) if not m.samples else m
+    share = (m.median - base.median) / full if full else 0.0
+    near = top if share < 0.5 else base  # the end it must be told apart from
+    cmp = launch_aware(hunt, near, m, context=True)
+    if cmp.verdict != "different":
+        return m, None
+    moved = share >= 0.5
+    said = f"{fmt(cmp, near, m, hunt.target.metric)}; {share * 100:.0f}% of the way from {base.label} to {top.label}"
+    return m, (moved, base, m, said)
+
+
 def halve(
     hunt: Hunt,
     rt: Runtime,
@@ -225,18 +301,25 @@ def halve(
     full: float,
     state_for: Callable[[list[Hypothesis]], Measured | None],
     words: Callable[[list[Hypothesis], bool, str], str],
+    top: Measured | None = None,
 ) -> tuple[list[Hypothesis], Measured, Measured | None]:
     """A localization by halving (patches, packages): ``state_for(half)`` is the state with only
     that half changed (None: it cannot be made, stop), each ``halving_step`` keeps the half that
     moved, the other half is refuted with ``words(half, moved, numbers)``. Returns (the suspects
-    left, the base as last measured, the last half's state when that half was the one left alone)."""
+    left, the base as last measured, the last half's state when that half was the one left alone).
+    ``top``: the state with every suspect changed, measured with ``base``: where launches are dear
+    a step is first one launch of the half placed between the two (``one_launch_step``)."""
     alone: Measured | None = None
+    dear = top is not None and rt.dear_launches(hunt)
     while len(suspects) > 1:
         half, rest = suspects[: len(suspects) // 2], suspects[len(suspects) // 2 :]
         m = state_for(half)
         if m is None:
             break
-        moved, base, m, numbers = halving_step(hunt, rt, base, m, base_label, full)
+        step = None
+        if dear:
+            m, step = one_launch_step(hunt, rt, base, top, m, full)  # type: ignore[arg-type]
+        moved, base, m, numbers = step or halving_step(hunt, rt, base, m, base_label, full)
         cleared, suspects = (rest, half) if moved else (half, rest)
         why = words(half, moved, numbers)
         for x in cleared:

@@ -117,3 +117,31 @@ def _what_it_covers(g: HypothesisGroup, hypotheses: list[Any]) -> str:
         one, many = _NOUN.get(category, (f"{category} hypothesis", f"{category} hypotheses"))
         parts.append(f"{n} {one if n == 1 else many}")
     return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
+SCREEN_ROWS = 12  # a report a person reads fits one screen
+
+
+def for_screen(groups: list[HypothesisGroup], limit: int = SCREEN_ROWS) -> list[HypothesisGroup]:
+    """At most ``limit`` rows: the groups that decided something first (supported, then
+    inconclusive, then the rest, each in ledger order), and every group past ``limit - 1`` folded
+    into one last row that counts them by verdict and category. ``sleuth show RUN --json`` and the
+    verdict JSON keep every hypothesis."""
+    if len(groups) <= limit:
+        return groups
+    rank = {"supported": 0, "inconclusive": 1, "open": 2}
+    keep = set(sorted(range(len(groups)), key=lambda i: (rank.get(groups[i].status, 3), i))[: limit - 1])
+    rest = [g for i, g in enumerate(groups) if i not in keep]
+    ids = [hid for g in rest for hid in g.ids]
+    by_status = Counter(g.status for g in rest for _ in g.ids)
+    categories = list(dict.fromkeys(c for g in rest for c in g.categories))
+    folded = HypothesisGroup(
+        ids=ids,
+        categories=categories,
+        statement=f"{len(ids)} more hypotheses in {len(rest)} rows",
+        covers=[c for g in rest for c in g.covers],
+        status=", ".join(f"{n} {s}" for s, n in by_status.most_common()),
+        reason="folded to keep the report to one screen; `sleuth show RUN --json` lists each",
+        evidence=[],
+    )
+    return [g for i, g in enumerate(groups) if i in keep] + [folded]

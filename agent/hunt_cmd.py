@@ -28,6 +28,7 @@ from agent.cli import (
     app,
     bad_input,
     console,
+    db_path,
     out,
     print_json,
 )
@@ -244,7 +245,7 @@ def demo(
     budget = Budget(max_probes=10, max_wall_s=600)
     run_hunt(
         target,
-        db or default_db(),
+        db_path(db),
         budget,
         yes,
         json_out,
@@ -314,7 +315,7 @@ def hunt_cmd(
     if run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", run_id):
         bad_input(f"--run-id: '{run_id}' is not a run id (letters, digits, . _ -)")
     if run_id is not None:
-        store = Store(db or default_db())
+        store = Store(db_path(db))
         taken = store.run(run_id) is not None
         store.close()
         if taken:
@@ -382,6 +383,7 @@ def hunt_cmd(
     target.ssh_config = str(ssh_config) if ssh_config else None
     target.known_hosts = str(known_hosts) if known_hosts else None
     h = LocalHost() if host is None else SSHHost(host, ssh_config=ssh_config, known_hosts=known_hosts)
+    git = None
     try:
         git = open_repo(target.repo, h)
         if target.good_ref:
@@ -391,10 +393,12 @@ def hunt_cmd(
     except GitError as exc:
         bad_input(f"{'--good' if target.good_ref and target.good_ref in str(exc) else '--repo'}: {exc}")
     finally:
+        if git is not None:
+            git.close()
         h.close()
     run_hunt(
         target,
-        db or default_db(),
+        db_path(db),
         Budget(max_probes=max_probes, max_wall_s=max_wall, samples=samples),
         yes,
         json_out,
@@ -440,7 +444,7 @@ def _recorded_decision(hunt: Hunt, decision: Decision) -> bool:
 
 
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
-    db = db or default_db()
+    db = db_path(db)
     if not layout(db).checkpoints.exists():
         bad_input(f"--db: {db}: no run store here")
     hunter = Hunter(db, layout(db).runs)
@@ -517,7 +521,7 @@ def resume(
     db: DbOpt = None,
 ) -> None:
     """Continue a hunt that was killed mid-way, from its last checkpoint, reusing its measurements."""
-    db = db or default_db()
+    db = db_path(db)
     if not layout(db).checkpoints.exists():
         bad_input(f"--db: {db}: no run store here")
     view = LiveView(not json_out and console.is_terminal)

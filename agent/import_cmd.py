@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import app, bad_input, out, print_json
+from agent.cli import app, bad_input, db_path, out, print_json
 from transcripts.exports import to_atif, to_openai_messages
 from transcripts.imports import FORMATS, BadRecord, read_session
 from transcripts.imports.save import save
-from transcripts.store import Store, default_path
+from transcripts.store import Store
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
 
@@ -35,7 +35,7 @@ def import_cmd(
         s = read_session(path, fmt, session, skip_bad)
     except BadRecord as exc:
         bad_input(str(exc))
-    store = Store(db or default_path())
+    store = Store(db_path(db))
     try:
         run_id, new = save(store, s)
     finally:
@@ -75,9 +75,7 @@ def export_cmd(
     """Write a run out as an OpenAI messages list or an ATIF trajectory."""
     if fmt not in ("openai-messages", "atif"):
         bad_input(f"--format: unknown format '{fmt}' (known: openai-messages, atif)")
-    path = db or default_path()
-    if not path.exists():
-        bad_input(f"--db: {path}: no run store here")
+    path = db_path(db, must_exist=True)
     store = Store(path)
     try:
         run = store.run(run_id)

@@ -282,6 +282,9 @@ class Surface:
         }
 
     def bisect(self, args: BisectArgs) -> dict:
+        """The bisection's culprits, each with the later commits (up to ``bad``) whose message
+        says they revert it: a step undone there is history, not the cause at ``bad`` (the model
+        is shown it, as ``history.at_head`` acts on it)."""
         h = self.hunt
         parents, res = bisect_history(h, self.rt, args.good, args.bad)
         return {
@@ -293,10 +296,15 @@ class Surface:
                     "sha": c.sha,
                     "subject": subject_of(h, self.rt, c.sha),
                     "delta_pct_vs_parent": None if c.delta_pct is None else round(c.delta_pct, 2),
+                    "reverted_later_by": self._reverts(c.sha, args.bad),
                 }
                 for c in res.culprits
             ],
         }
+
+    def _reverts(self, sha: str, bad: str) -> list[str]:
+        rec = self.rt.tool("git_reverts_of", {"sha": sha, "head": bad}, hunt=self.hunt)
+        return [f"{r['sha'][:10]} {r['subject']}" for r in rec.result["commits"]] if rec.ok else []
 
     # -- the ledger -------------------------------------------------------------------------------
     def state(self, args: HypothesisArgs) -> dict:

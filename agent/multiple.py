@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.experiments import explains, fmt, fresh_ab, freshness, is_better
+from agent.experiments import drop_ends, explains, fmt, fresh_ab, freshness, is_better
 from agent.runtime import Runtime
 from agent.state import Action, Hunt
+from tools.git import revert_branch
 
 AUTOMATIC = ("revert", "unset", "restore", "pin")  # actions that wait for a person's approval
+# Causes whose removal recovers at least this much of the drop explain it: below it the rest is
+# looked for (``agent.residual``); at or above it a further step is not a cause of its own.
+EXPLAINED_PCT = 80.0
 
 
 def localize(hunt: Hunt, rt: Runtime, categories: list[str], name: Callable[[str], None]) -> None:
@@ -76,13 +80,69 @@ def confirm(hunt: Hunt, rt: Runtime, confirm_one: Callable[[Hunt, Runtime], bool
     if not kept:
         hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
         return False
-    for c in kept:
+    _with_shares(hunt, rt)
+    return True
+
+
+def _with_shares(hunt: Hunt, rt: Runtime) -> None:
+    """Each confirmed cause's share of the drop, then the hunt's root from them (``_settle``)."""
+    for c in hunt.root_causes:
         c["share_pct"] = share(hunt, c)
     _settle(hunt, rt)
     if hunt.root_kind == "multiple":
-        said = ", ".join(f"{c['ref'][:10]} {c['share_pct']:.0f}%" for c in kept if c["share_pct"] is not None)
+        said = ", ".join(
+            f"{c['ref'][:10]} {c['share_pct']:.0f}%" for c in hunt.root_causes if c["share_pct"] is not None
+        )
         rt.say(hunt, "confirm", f"shares of the drop: {said}")
-    return True
+        _combined_revert(hunt, rt)
+
+
+def _combined_revert(hunt: Hunt, rt: Runtime) -> None:
+    """Several commit causes whose reverts each apply at HEAD: one chain of reverts (each on top of
+    the one before) that an approval lands as one branch, kept on the first such cause as
+    ``combined``. Before this an approval landed the first revert alone and left the others as
+    words ("then revert ..."). A revert that does not apply on top of the others ends the chain
+    there: the rest stay steps for a person."""
+    commits = [
+        c
+        for c in hunt.root_causes
+        if c["kind"] == "commit" and (c.get("confirmation") or {}).get("revert_sha")
+        and not (c.get("confirmation") or {}).get("conflict")
+    ]  # fmt: skip
+    if len(commits) < 2:
+        return
+    base, refs, plan = commits[0]["confirmation"]["revert_sha"], [commits[0]["ref"]], None
+    for c in commits[1:]:
+        rec = rt.tool("git_prepare_revert", {"culprit": c["ref"], "base": base}, hunt=hunt)
+        if not rec.ok or rec.result["conflict"]:
+            rt.say(hunt, "confirm", f"{c['ref'][:10]} does not revert on top of {', '.join(r[:10] for r in refs)}")
+            break
+        base, plan = rec.result["revert_sha"], rec.result
+        refs.append(c["ref"])
+    if plan is not None:
+        commits[0]["combined"] = {"refs": refs, "revert_sha": base, "plan": plan}
+        rt.say(hunt, "confirm", f"one chain of reverts for {', '.join(r[:10] for r in refs)}: {base[:10]}")
+
+
+def steps(hunt: Hunt, rt: Runtime, kept: list[tuple[str, dict, str]]) -> None:
+    """Several commits of one range, each a step the bisection found and its own revert confirmed
+    (sha, confirmation, subject): each is a cause with its share of the drop (what reverting it
+    alone recovers), named together as ``multiple``. Before this the first was named alone, its
+    share said as "the rest is not explained", and the search for the rest re-bisected a range
+    whose second step was already found and confirmed."""
+    hunt.root_causes = [
+        {
+            "category": "history",
+            "kind": "commit",
+            "ref": sha,
+            "summary": f'{sha[:10]} "{subject}"',
+            "culprits": [sha],
+            "confirmation": conf,
+        }
+        for sha, conf, subject in kept
+    ]
+    hunt.confirmation = kept[0][1]
+    _with_shares(hunt, rt)
 
 
 def _confirm_again(hunt: Hunt, rt: Runtime, cause: dict) -> bool:
@@ -113,10 +173,15 @@ def _confirm_again(hunt: Hunt, rt: Runtime, cause: dict) -> bool:
 def share(hunt: Hunt, cause: dict) -> float | None:
     """The share of the reproduced drop that removing only this cause recovers, in percent: its
     own A/B (a commit: HEAD vs HEAD with it reverted; the others: the A/B that supported them)
-    over the drop from the alert's good value to what was reproduced."""
+    over the drop from the alert's good value to what was reproduced; a hunt without alert values
+    (``--bench`` with a known-good ref) over the drop its history A/B measured (``drop_ends``).
+    Before that such a hunt had no shares, so a second step could never be weighed against the
+    first."""
     now = hunt.get(hunt.reproduced) if hunt.reproduced else None
-    good = hunt.target.good_value
-    if now is None or not good or good == now.median:
+    good, bad = hunt.target.good_value, now.median if now is not None else None
+    if not good and (ends := drop_ends(hunt)):
+        good, bad = ends
+    if bad is None or not good or good == bad:
         return None
     if cause["kind"] == "commit" or (cause.get("confirmation") or {}).get("evidence"):
         evidence = (cause.get("confirmation") or {}).get("evidence", [])
@@ -126,7 +191,7 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     if len(evidence) < 2:
         return None
     a, b = hunt.get(evidence[0]), hunt.get(evidence[1])
-    return round(abs(a.median - b.median) / abs(good - now.median) * 100, 1)
+    return round(abs(a.median - b.median) / abs(good - bad) * 100, 1)
 
 
 def propose(hunt: Hunt, action_for: Callable[[Hunt], Action]) -> Action:
@@ -134,14 +199,29 @@ def propose(hunt: Hunt, action_for: Callable[[Hunt], Action]) -> Action:
     approval (a revert before the rest), its detail naming every fix in turn."""
     actions = []
     confirmation = hunt.confirmation
+    combined = next((c["combined"] for c in hunt.root_causes if c.get("combined")), None)
     for c in hunt.root_causes:
         hunt.root_kind, hunt.root_ref = c["kind"], c["ref"]
         hunt.confirmation = c.get("confirmation") or {}
         action = action_for(hunt)
+        if c.get("combined"):  # one branch for every commit of the chain
+            refs = c["combined"]["refs"]
+            action = action.model_copy(
+                update={
+                    "revert_sha": c["combined"]["revert_sha"],
+                    "branch": revert_branch(*refs),
+                    "detail": f"revert {' and '.join(refs)} on a new branch (a prepared chain of {len(refs)} reverts)",
+                }
+            )
+        elif combined is not None and c["ref"] in combined["refs"]:
+            c["action"] = f"reverted in the chain on branch {revert_branch(*combined['refs'])}"
+            continue
         c["action"] = action.detail
         actions.append(action)
     hunt.root_kind, hunt.root_ref = "multiple", ", ".join(c["ref"] for c in hunt.root_causes)
     hunt.confirmation = confirmation
+    if combined is not None:  # what an approval lands
+        hunt.confirmation = {**confirmation, "plan": combined["plan"]}
     order = sorted(actions, key=lambda a: (a.kind != "revert", a.kind not in AUTOMATIC))
     first = order[0].model_copy()
     first.detail = "; then ".join(a.detail for a in order)

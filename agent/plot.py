@@ -1,7 +1,9 @@
 """The hunt's plot: where in the range the step is, and what the fix did.
 
 Two panels. The bisection panel puts every commit of the bisected range on the x axis in history
-order (the known-good commit left, HEAD right): each measured commit with its samples and its
+order (the known-good commit left, HEAD right), at one figure size whatever the range's length: a
+short range labels every commit, a long one its ends, culprits, broken and measured commits, the
+rest as a rug of ticks along the axis. Each measured commit with its samples and its
 median's interval, unmeasured commits as ticks, pruned ones (no executed file) in grey, commits
 that did not build or serve as crosses, the culprit(s) marked with their subject between the
 parent and the culprit, and the alert's good and bad values as lines. A hunt with no bisection
@@ -18,6 +20,7 @@ from pathlib import Path
 from agent.state import Hunt, Measured
 
 GOOD, BAD, POINT, SAMPLE, CULPRIT = "#2a9d2a", "#c23b22", "#1f5fa8", "#9a9a9a", "#d97706"
+PANEL_WIDTH_IN = 9.0  # at 100 dpi: 900 px, 1250 with the confirmation; 460 px high
 
 
 def _probe_launch(hunt: Hunt) -> str:
@@ -102,21 +105,48 @@ def _bisection_panel(ax, hunt: Hunt) -> None:
                 arrowprops={"arrowstyle": "->", "color": CULPRIT},
             )
     _alert_lines(ax, hunt)
-    ax.set_xticks(list(xs))
+    shown = _labelled(commits, set(samples), set(subjects), broken)
+    ax.set_xticks(shown)
     labels = []
-    for x, sha in enumerate(commits):
+    for x in shown:
+        sha = commits[x]
         name = "good" if x == 0 else ("HEAD" if x == len(commits) - 1 else "")
         labels.append(f"{sha[:7]}\n{name}" if name else sha[:7])
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    for tick, sha in zip(ax.get_xticklabels(), commits, strict=True):
-        if sha in pruned:
+    for tick, x in zip(ax.get_xticklabels(), shown, strict=True):
+        if commits[x] in pruned:
             tick.set_color(SAMPLE)  # pruned: touches no executed file, never probed
-    ax.set_xlabel("commits of the range, in history order (grey: pruned, no executed file)")
+    rest = [x for x in xs if x not in set(shown)]
+    if rest:  # the commits without a label: a rug along the axis, as dense as the history is
+        ax.plot(rest, [0.0] * len(rest), "|", color=SAMPLE, markersize=6, transform=ax.get_xaxis_transform())
+    ax.set_xlim(-0.6, len(commits) - 0.4)
+    unlabelled = f"; {len(rest)} more as ticks on the axis" if rest else ""
+    n = len(commits) - 1
+    ax.set_xlabel(f"{n} commits of the range, in history order (grey: pruned, no executed file{unlabelled})")
     ax.set_ylabel(_axis_label(hunt))
     ax.set_title("bisection", fontsize=9, loc="left")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     ax.legend(unique.values(), unique.keys(), fontsize=7, loc="best")
+
+
+LABEL_EVERY_UP_TO = 24  # a range this short has every commit labelled
+MAX_LABELS = 20  # a longer one: its ends, culprits, broken and measured commits, at most this many
+
+
+def _labelled(commits: list[str], measured: set[str], culprits: set[str], broken: set[str]) -> list[int]:
+    """The positions that get a label: every commit of a short range; of a long one the ends, the
+    culprits and the commits that did not build or serve, then measured commits spread evenly
+    over the range up to ``MAX_LABELS``. The plot keeps one size at any range length."""
+    if len(commits) <= LABEL_EVERY_UP_TO:
+        return list(range(len(commits)))
+    must = {0, len(commits) - 1} | {x for x, sha in enumerate(commits) if sha in culprits or sha[:10] in broken}
+    probed = [x for x, sha in enumerate(commits) if sha in measured and x not in must]
+    room = max(0, MAX_LABELS - len(must))
+    if len(probed) > room:
+        step = len(probed) / room if room else 0
+        probed = [probed[int(i * step)] for i in range(room)]
+    return sorted(must | set(probed))
 
 
 def _states_panel(ax, hunt: Hunt) -> None:
@@ -179,8 +209,7 @@ def figure(hunt: Hunt):
     import matplotlib.pyplot as plt
 
     confirmed = bool(hunt.confirmation.get("evidence"))
-    n = len(hunt.bisected) + 1 if hunt.bisected else len({m.label for m in hunt.measurements})
-    width = max(7.0, 0.35 * n + 4) + (3.5 if confirmed else 0)
+    width = PANEL_WIDTH_IN + (3.5 if confirmed else 0)  # one size at any range length
     fig, axes = plt.subplots(
         1, 2 if confirmed else 1, figsize=(width, 4.6), dpi=100, squeeze=False,
         gridspec_kw={"width_ratios": [3, 1]} if confirmed else None,

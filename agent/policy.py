@@ -18,6 +18,7 @@ truth.json and knows nothing of any particular scenario.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from agent import categories, multiple, residual
@@ -161,6 +162,11 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         hunt.root_summary = (
             "no hypothesis was supported; the regression is real but unexplained" + said + _packages_said(hunt)
         )
+        # Which budget stopped the undecided A/Bs (the verdict's ``error`` names it, as it does a
+        # probe or wall budget that ran out).
+        stops = [m.group(0) for h in undecided if (m := re.search(r"still unknown after [^;)]*", h.reason))]
+        if stops and not hunt.error:
+            hunt.error = f"undecided within the budget: {undecided[0].id} {stops[0]}"
         return
     cats = sorted({h.category for h in sup}, key=categories.PRIORITY.index)
     try:
@@ -242,11 +248,16 @@ def confirm(hunt: Hunt, rt: Runtime) -> bool:
         return broken.confirm(hunt, rt, record_outcome)
     if hunt.root_kind == "multiple":
         return multiple.confirm(hunt, rt, history.confirm)
-    ok = hunt.root_kind != "commit" or history.confirm(hunt, rt)  # the others: their own A/B already
-    if ok:
-        _explained(hunt, rt)
-        residual.go_on(hunt, rt)  # under 80 % recovered: where is the rest?
-    return ok
+    if hunt.root_kind == "commit":
+        kept = history.confirm_steps(hunt, rt)
+        if len(kept) > 1:  # several steps of one range, each confirmed by its own revert
+            multiple.steps(hunt, rt, [(sha, conf, history.subject_of(hunt, rt, sha)) for sha, conf in kept])
+            return True
+        if not kept:
+            return False
+    _explained(hunt, rt)  # the others: their own A/B already
+    residual.go_on(hunt, rt)  # under 80 % recovered: where is the rest?
+    return True
 
 
 def _explained(hunt: Hunt, rt: Runtime) -> None:

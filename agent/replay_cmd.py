@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import app, bad_input, out, print_json
+from agent.cli import app, bad_input, db_path, out, print_json
 from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, llm_options
 from agent.policy import POLICY_NAMES
 from agent.replay import ReplayError, replay_strict, replay_world
-from transcripts.store import default_path
 
 
 @app.command("replay")
@@ -31,9 +30,7 @@ def replay(
 ) -> None:
     """Re-execute a recorded run from its recording: `identical`, or the first divergence (exit 1).
     With --policy/--model: another policy or model against the recorded world, stored as a new run."""
-    db = db or default_path()
-    if not db.exists():
-        bad_input(f"--db: {db}: no run store here")
+    db = db_path(db, must_exist=True)
     llm = llm_options(policy, model, base_url, allow_shell) if policy is not None else None
     try:
         if policy is None and model is None:

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from agent import evidence
-from agent.grouped import group_hypotheses
+from agent.grouped import for_screen, group_hypotheses
 from agent.plot import plot
 from agent.state import Hunt
+from agent.verdict import Verdict
 from tools.measure import Cost
 
 
@@ -16,7 +17,8 @@ def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
     proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens; cost:
     launches, samples, device_s, build_s; broken: the states that did not serve or build; pruned:
-    the commits the bisection left out because they touch no file the workload executes;
+    the commits the bisection left out because they touch no file the workload executes; undone:
+    steps a later commit reverted, history rather than the cause at HEAD;
     root_cause.evidence / p_value / p_corrected / tests and shape: ``agent.evidence``)."""
     hyps = []
     for h in hunt.hypotheses:
@@ -45,7 +47,7 @@ def verdict(hunt: Hunt) -> dict:
             "revert_sha": hunt.action.revert_sha,
             "detail": hunt.action.detail,
         }
-    return {
+    payload = {
         "run_id": hunt.run_id,
         "status": hunt.status,
         "target": {
@@ -69,6 +71,7 @@ def verdict(hunt: Hunt) -> dict:
         "cost": Cost.model_validate(hunt.cost).model_dump(),
         "broken": hunt.broken,
         "pruned": [{"sha": p["sha"], "reason": p["reason"]} for p in hunt.pruned],
+        "undone": hunt.undone,
         "error": hunt.error,
         "policy": hunt.policy,
         "llm": (
@@ -81,6 +84,8 @@ def verdict(hunt: Hunt) -> dict:
             else None
         ),
     }
+    Verdict.model_validate(payload)  # the contract (agent.verdict): a field it does not describe fails here
+    return payload
 
 
 def _cell(text: str) -> str:
@@ -108,7 +113,31 @@ def number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
         recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
         rows.append(("after the approved revert", "", f"{a['median']:.4g}", interval, recovered))
-    return rows
+    return _folded(rows, NUMBER_ROWS, lambda n: (f"... {n} more states", "", "", "", "`sleuth show RUN` lists each"))
+
+
+# A report a person reads fits one screen: its long tables keep their first and last rows and
+# count the rest (the verdict JSON and ``sleuth show RUN`` keep everything).
+NUMBER_ROWS = 14
+PRUNED_ROWS = 8
+
+
+def _folded(rows: list, limit: int, fold) -> list:
+    """``rows`` as they are up to ``limit``; past it, the first half and the last rows with one
+    row ``fold(n)`` standing for the ``n`` between them."""
+    if len(rows) <= limit:
+        return rows
+    head, tail = (limit - 1) // 2, limit - 1 - (limit - 1) // 2
+    return [*rows[:head], fold(len(rows) - head - tail), *rows[-tail:]]
+
+
+def pruned_rows(hunt: Hunt) -> list[tuple[str, str, str]]:
+    """The "Commits not bisected" table: commit, its files, why; at most ``PRUNED_ROWS``."""
+    rows = [(p["sha"][:10], pruned_files(p), p["reason"]) for p in hunt.pruned]
+    if len(rows) <= PRUNED_ROWS:
+        return rows
+    rest = len(rows) - (PRUNED_ROWS - 1)
+    return [*rows[: PRUNED_ROWS - 1], (f"... {rest} more", "", "listed in the verdict's `pruned`")]
 
 
 def pruned_files(p: dict) -> str:
@@ -162,7 +191,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         "| id | category | statement | verdict | evidence |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for g in group_hypotheses(hunt.hypotheses):  # those one experiment decided: one row
+    for g in for_screen(group_hypotheses(hunt.hypotheses)):  # one experiment's: one row; a screen at most
         covers = f": {g.covers_text()}" if len(g.ids) > 1 else ""
         cells = [g.id, g.category, g.statement + covers, f"**{g.status}**", g.reason]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
@@ -201,13 +230,12 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             "| commit | files | why |",
             "| --- | --- | --- |",
         ]
-        lines += [f"| `{p['sha'][:10]}` | {pruned_files(p)} | {p['reason']} |" for p in hunt.pruned]
-    c = Cost.model_validate(hunt.cost)
+        for sha, files, why in pruned_rows(hunt):
+            lines.append(f"| {sha if sha.startswith('...') else f'`{sha}`'} | {files} | {why} |")
     lines += [
         "",
         f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.  ",
-        f"Cost: {c.launches} launches, {c.samples} samples, {c.device_s:.1f} s with a server up (device time), "
-        f"{c.build_s:.1f} s of setup (build); host slots: {hunt.target.slots}{c.waited_said()}.",
+        f"Cost: {cost_said(hunt)}.",
         "",
         "## Timeline",
         "",
@@ -215,6 +243,20 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     t0 = hunt.started_at
     lines += [f"- +{e.t - t0:6.1f}s {e.kind}: {e.text}" for e in hunt.events]
     return "\n".join(lines) + "\n"
+
+
+def cost_said(hunt: Hunt) -> str:
+    """What the hunt cost, in the terms of its mode: a benchmark command launches nothing."""
+    c = Cost.model_validate(hunt.cost)
+    if hunt.target.command:
+        return (
+            f"{c.samples} samples of a benchmark command (each its own process: no launches), "
+            f"{c.device_s:.1f} s running it, {c.build_s:.1f} s of setup (build)"
+        )
+    return (
+        f"{c.launches} launches, {c.samples} samples, {c.device_s:.1f} s with a server up (device time), "
+        f"{c.build_s:.1f} s of setup (build); host slots: {hunt.target.slots}{c.waited_said()}"
+    )
 
 
 def write_report(hunt: Hunt, run_dir: Path, approve_hint: str | None = None) -> None:

@@ -18,7 +18,7 @@ reproduced drop, the hunt goes on:
 from __future__ import annotations
 
 from agent import multiple
-from agent.categories.history import ends_refresh, subject_of
+from agent.categories.history import ends_refresh, ref_growth, subject_of
 from agent.experiments import explains, fmt, fresh_ab, freshness
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
@@ -26,7 +26,7 @@ from tools.bisect import BisectConfig, BisectError, CommitGraph, ProbeError, bis
 from tools.measure import Deadline
 from tools.text import first_line
 
-GO_ON_BELOW = 80.0
+GO_ON_BELOW = multiple.EXPLAINED_PCT
 
 
 def go_on(hunt: Hunt, rt: Runtime) -> None:
@@ -82,7 +82,13 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
         {"ok": True, "text": text2, "evidence": [one.id, two.id], "revert_sha": both, "plan": plan.result},
     )
     hunt.root_causes = [
-        {**_cause(hunt.root_summary.split(";")[0], first, conf), "share_pct": pct},
+        {
+            **_cause(hunt.root_summary.split(";")[0], first, conf),
+            "share_pct": pct,
+            # ``both`` is already the chain (the second reverted on top of the first's revert):
+            # one approval lands the two, as for several steps of one bisection.
+            "combined": {"refs": [first, second], "revert_sha": both, "plan": plan.result},
+        },
         {**found, "share_pct": multiple.share(hunt, found)},  # its own A/B over the reproduced drop
     ]
     hunt.culprits = [first, second]
@@ -128,6 +134,7 @@ def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
             higher_is_better=hunt.target.higher_is_better,
             no_ops=[p["sha"] for p in hunt.pruned] + [first],
             ref_refresh=ends_refresh(hunt),
+            ref_growth=ref_growth(hunt, rt),
         ),
     )
     for sha, got in seen.items():

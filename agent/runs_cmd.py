@@ -11,18 +11,15 @@ import typer
 from rich.markdown import Markdown as RichMarkdown
 from rich.table import Table
 
-from agent.cli import app, bad_input, out, print_json
-from agent.grouped import group_hypotheses
-from transcripts.store import Store, default_path
+from agent.cli import app, bad_input, db_path, out, print_json
+from agent.grouped import for_screen, group_hypotheses
+from transcripts.store import Store
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
 
 
 def _open(db: Path | None) -> Store:
-    path = db or default_path()
-    if not path.exists():
-        bad_input(f"--db: {path}: no run store here")
-    return Store(path)
+    return Store(db_path(db, must_exist=True))
 
 
 def _when(t: float | None) -> str:
@@ -109,7 +106,7 @@ def show(
         "## Hypotheses",
         "",
     ]
-    for g in group_hypotheses(hyps):  # those one experiment decided: one line, listing what it covers
+    for g in for_screen(group_hypotheses(hyps)):  # one experiment's: one line; a screen at most
         covers = f" ({g.covers_text()})" if len(g.ids) > 1 else ""
         lines.append(f"- {g.id} [{g.category}] **{g.status}**: {g.statement}{covers} - {g.reason}")
     lines += ["", "## Measurements", ""]

@@ -394,6 +394,26 @@ class Runtime:
 
         return self.observe(hunt, "code_paths", {"good": good, "head": head}, lambda: self._costed(hunt, live))
 
+    def workload_imports(self, hunt: Hunt, ref: str) -> dict:
+        """Every module a benchmark command loaded at ``ref``, from one traced run of it
+        (``tools.codepath``: kept, the code-path pruning reuses it). ``{"modules": [...] or None,
+        "why": str}``. A launch's trace is not read for this: it times import statements only and
+        misses what ``importlib`` loads (a kernel package, a plugin), so it cannot say a package
+        is not used."""
+
+        def live() -> dict:
+            t, m = hunt.target, self.ctx.measurer
+            if not t.command:
+                return {"modules": None, "why": "a server's import trace misses what importlib loads"}
+            if t.trace_paths is False:
+                return {"modules": None, "why": "tracing is off (--no-trace-paths)"}
+            got = m.imports_at(ref) or m.trace_command(ref, self.workload)  # a resumed hunt kept its trace
+            if not got:
+                return {"modules": None, "why": "the benchmark command printed no import"}
+            return {"modules": sorted(got), "why": f"{len(got)} modules loaded at {ref[:10]}"}
+
+        return self.observe(hunt, "workload_imports", {"ref": ref}, lambda: self._costed(hunt, live))
+
     def say(self, hunt: Hunt, kind: str, text: str, payload: dict | None = None) -> None:
         hunt.log(kind, text)
         self._event(hunt, STORE_KINDS.get(kind, "note"), text, {"phase": kind, **(payload or {})})
@@ -475,7 +495,11 @@ class Runtime:
     ) -> Measured:
         """Measure a state (cached); the result joins the hunt's measurements under a new id.
         ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
-        state = self._state(hunt, self.planned(hunt, label, ref, env, launch, paths))
+        return self.measure_planned(hunt, self.planned(hunt, label, ref, env, launch, paths), samples)
+
+    def measure_planned(self, hunt: Hunt, planned: Measured, samples: int | None = None) -> Measured:
+        """Measure a state ``planned`` made (already counted against the probe budget) on its own."""
+        label, env, state = planned.label, planned.env, self._state(hunt, planned)
         sha = state.ref
         self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
         n = samples or hunt.budget.samples

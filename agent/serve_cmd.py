@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import app, bad_input, console
+from agent.cli import app, bad_input, console, db_path
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -42,14 +42,13 @@ def serve(
     from agent.serve.app import create_app
     from agent.serve.config import ConfigError, load_config
     from agent.serve.queue import HuntQueue
-    from transcripts.store import default_path
 
     host, port = parse_bind(bind)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
         bad_input(f"--config: {exc}")
-    store_path = db or (Path(cfg.db) if cfg.db else default_path())
+    store_path = db_path(db or (Path(cfg.db) if cfg.db else None))
     store_path.parent.mkdir(parents=True, exist_ok=True)
     loopback = is_loopback(host)
     if not cfg.bearer():

@@ -49,7 +49,7 @@ class Target(BaseModel):
     good_value: float | None = None
     bad_value: float | None = None
     summary: str = ""
-    # The host's capacity and the costs of a real node (README "Running against a real GPU node").
+    # The host's capacity and the costs of a real node (docs/guides/gpu-node.md).
     slots: int = Field(default=1, ge=1)  # servers the host holds at once (a TP-8 server on 8 GPUs: 1)
     launch_timeout_s: float = Field(default=1800.0, gt=0)  # launch to healthy, per launch
     sample_timeout_s: float | None = Field(default=None, gt=0)  # per sample; None: derived from samples seen
@@ -65,9 +65,11 @@ class Target(BaseModel):
 
 
 class Budget(BaseModel):
-    max_probes: int = Field(default=20, ge=1)
-    max_wall_s: float = Field(default=1800, gt=0)
-    samples: int = Field(default=5, ge=3, le=100)
+    """What a hunt may spend; running out ends it inconclusive, naming the budget that stopped it."""
+
+    max_probes: int = Field(default=20, ge=1, description="measurements (A/B sides and bisection probes)")
+    max_wall_s: float = Field(default=1800, gt=0, description="wall-clock seconds for the whole hunt")
+    samples: int = Field(default=5, ge=3, le=100, description="benchmark samples a state gets to start with")
 
 
 class LLMSettings(BaseModel):
@@ -182,6 +184,9 @@ class Hunt(BaseModel):
     package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)
     bisected: list[str] = []  # the bisected range, oldest first (after good_candidate, up to HEAD): the plot's x axis
     pruned: list[dict] = []  # commits not bisected: they touch no executed file (sha, files, reason)
+    # Steps a bisection found that a later commit undid (sha, subject, reverted_by, revert_subject,
+    # numbers): history, not the cause at HEAD (``agent.categories.history.at_head``).
+    undone: list[dict] = []
     broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log
     action: Action | None = None

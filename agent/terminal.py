@@ -11,10 +11,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from agent.grouped import group_hypotheses
-from agent.report import number_rows, pruned_files
+from agent.grouped import for_screen, group_hypotheses
+from agent.report import cost_said, number_rows, pruned_rows
 from agent.state import Hunt
-from tools.measure import Cost
 
 STATUS_STYLE = {
     "awaiting_approval": "bold yellow",
@@ -75,7 +74,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     hyps.add_column("statement", ratio=2)
     hyps.add_column("verdict", no_wrap=True)
     hyps.add_column("evidence", ratio=3)
-    for g in group_hypotheses(hunt.hypotheses):
+    for g in for_screen(group_hypotheses(hunt.hypotheses)):
         statement = g.statement + (": " + g.covers_text() if len(g.ids) > 1 else "")
         hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), g.reason)
     parts += [hyps, Text("")]
@@ -109,16 +108,9 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         pruned = Table(title="Commits not bisected (no executed file)", title_justify="left", show_edge=False)
         for col in ("commit", "files", "why"):
             pruned.add_column(col)
-        for p in hunt.pruned:
-            pruned.add_row(p["sha"][:10], pruned_files(p), p["reason"])
+        for row in pruned_rows(hunt):
+            pruned.add_row(*row)
         parts.append(pruned)
-    c = Cost.model_validate(hunt.cost)
-    parts.append(
-        Text(
-            f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {c.launches} launches, {c.samples} "
-            f"samples, {c.device_s:.1f} s with a server up, {c.build_s:.1f} s of setup; host slots: {t.slots}"
-            f"{c.waited_said()}.",
-            style="dim",
-        )
-    )
+    said = f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {cost_said(hunt)}."
+    parts.append(Text(said, style="dim"))
     return Group(*parts)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tools.bisect import BisectConfig, bisect, log2_bound
+from tools.bisect import BisectConfig, ProbeError, bisect, log2_bound
 from tools.stats import compare
 
 GOOD, DROP = 100.0, 0.80
@@ -79,22 +79,52 @@ def hard_sampler(steps: dict[int, float], cv: float, rng: np.random.Generator, d
     return draw
 
 
-def ours(n: int, culprit: int | set[int], draw, ref_refresh: int = 0) -> tuple[bool, int, int, int]:
+def ours(
+    n: int,
+    culprit: int | set[int],
+    draw,
+    ref_refresh: int = 0,
+    verify: bool = True,
+    broken: frozenset[int] = frozenset(),
+) -> tuple[bool, int, int, int]:
     """``ref_refresh``: 0 as on a server host (the ends measured once), 1 as for a benchmark
-    command (a fresh sample of each end beside every probe)."""
+    command (a fresh sample of each end beside every probe). ``verify``: each culprit's fresh
+    parent/culprit sandwich (a hunt's first bisection leaves it to its own confirmation A/B).
+    ``broken``: commits that cannot be built (a probe there is skipped)."""
     shas, parents = history(n)
     want = {culprit} if isinstance(culprit, int) else culprit
-    cfg = BisectConfig(ref_refresh=ref_refresh)
-    res = bisect(parents, shas[0], shas[-1], lambda sha, k: draw(int(sha[1:]), k), cfg)
+    cfg = BisectConfig(ref_refresh=ref_refresh, verify=verify)
+
+    def probe(sha: str, k: int) -> list[float]:
+        if int(sha[1:]) in broken:
+            raise ProbeError(f"{sha} does not build")
+        return draw(int(sha[1:]), k)
+
+    res = bisect(parents, shas[0], shas[-1], probe, cfg)
     named = [int(c.sha[1:]) for c in res.culprits]
     return sorted(named) == sorted(want), res.probes, res.samples, res.samples - res.verification_samples, named
 
 
-def git_bisect(n: int, culprit: int, draw, threshold: float | None = None) -> tuple[bool, int, int]:
+def buildable_mid(lo: int, hi: int, broken: frozenset[int]) -> int | None:
+    """The midpoint of (lo, hi), or the nearest commit inside it that builds (``git bisect
+    skip``'s way); None when none does."""
+    mid = (lo + hi) // 2
+    for d in range(hi - lo):
+        for c in (mid + d, mid - d):
+            if lo < c < hi and c not in broken:
+                return c
+    return None
+
+
+def git_bisect(
+    n: int, culprit: int, draw, threshold: float | None = None, broken: frozenset[int] = frozenset()
+) -> tuple[bool, int, int]:
     lo, hi, probes = 0, n, 0
     threshold = threshold or GOOD * (1 + DROP) / 2
     while hi - lo > 1:
-        mid = (lo + hi) // 2
+        mid = buildable_mid(lo, hi, broken)
+        if mid is None:
+            break
         probes += 1
         if draw(mid, 1)[0] < threshold:
             hi = mid
@@ -103,9 +133,12 @@ def git_bisect(n: int, culprit: int, draw, threshold: float | None = None) -> tu
     return hi == culprit, probes, probes, [hi]
 
 
-def pinpoint(n: int, culprit: int, draw, start: int = 10) -> tuple[bool, int, int, list[int]]:
+def pinpoint(
+    n: int, culprit: int, draw, start: int = 10, broken: frozenset[int] = frozenset()
+) -> tuple[bool, int, int, list[int]]:
     """Pinpoint's schedule; ``start``: samples per change before doubling (Pinpoint's is 10; more
-    buys accuracy with samples, for a comparison at equal accuracy)."""
+    buys accuracy with samples, for a comparison at equal accuracy). A midpoint that does not
+    build is replaced by the nearest one that does."""
     data: dict[int, list[float]] = {}
 
     def ensure(i: int, k: int) -> list[float]:
@@ -120,7 +153,9 @@ def pinpoint(n: int, culprit: int, draw, start: int = 10) -> tuple[bool, int, in
     magnitude = abs(np.median(data[hi]) - np.median(data[lo])) / np.median(data[lo]) * 100
     probes = 0
     while hi - lo > 1:
-        mid = (lo + hi) // 2
+        mid = buildable_mid(lo, hi, broken)
+        if mid is None:
+            break
         probes += 1
         k = start
         while True:
@@ -175,45 +210,55 @@ def synthetic(trials: int) -> None:
 HARD_CELLS = (  # (label, N, CV, steps: commit fraction -> factor)
     ("20% step", 32, 0.10, {0.5: 0.80}),
     ("20% step", 128, 0.10, {0.5: 0.80}),
+    ("20% step", 512, 0.10, {0.5: 0.80}),
+    ("10% step", 32, 0.10, {0.5: 0.90}),
     ("5% step", 32, 0.02, {0.5: 0.95}),
     ("5% step", 32, 0.05, {0.5: 0.95}),
     ("two 10% steps", 32, 0.05, {0.3: 0.90, 0.7: 0.90}),
+    ("20%, unbuildable", 32, 0.10, {0.5: 0.80}),  # the culprit's two neighbours do not build
 )
 
 
 def hard(trials: int) -> None:
     print(f"harder: log-normal noise with 2 % 2x outliers, drift -0.02 %/sample; {trials} trials per cell, seeded\n")
     head = (
-        f"{'regression':<14} {'N':>4} {'CV':>4}  {'method':<11} {'exact':>7} {'one step':>8} "
+        f"{'regression':<16} {'N':>4} {'CV':>4}  {'method':<11} {'exact':>7} {'one step':>8} "
         f"{'probes':>7} {'samples':>8}"
     )
     print(head)
     print("-" * len(head))
     for label, n, cv, fractions in HARD_CELLS:
-        rows: dict[str, list] = {"ours": [], "ours +ends": [], "git bisect": [], "pinpoint": [], "pinpoint x2": []}
+        rows: dict[str, list] = {
+            "ours": [], "ours +ends": [], "ours +sandw": [], "git bisect": [], "pinpoint": [], "pinpoint x2": [],
+        }  # fmt: skip
         for t in range(trials):
             pick = np.random.default_rng(20_000 + t)
             at = sorted({int(pick.integers(max(1, int(f * n) - n // 8), int(f * n) + n // 8 + 1)) for f in fractions})
             steps = dict(zip(at, fractions.values(), strict=False))
             want = set(steps)
+            broken = frozenset({at[0] - 1, at[0] + 1}) if "unbuildable" in label else frozenset()
             for name in rows:
                 rng = np.random.default_rng(3_000_000 + 1000 * n + int(cv * 1000) + 7 * t)
                 draw = hard_sampler(steps, cv, rng)
-                if name.startswith("ours"):  # "+ends": re-measured beside each probe (a bench command)
-                    ok, probes, samples, _excl, named = ours(n, want, draw, ref_refresh=int(name != "ours"))
+                if name.startswith("ours"):  # as a hunt's first bisection: its confirmation comes after
+                    refresh, verify = int(name == "ours +ends"), name == "ours +sandw"
+                    ok, probes, samples, _excl, named = ours(n, want, draw, refresh, verify, broken)
                 elif name == "git bisect":  # the threshold halfway between one run at each end
                     ends = draw(0, 1)[0], draw(n, 1)[0]
-                    ok, probes, samples, named = git_bisect(n, min(want), draw, threshold=(ends[0] + ends[1]) / 2)
+                    ok, probes, samples, named = git_bisect(
+                        n, min(want), draw, threshold=(ends[0] + ends[1]) / 2, broken=broken
+                    )
                     samples += 2
                     ok = {named[0]} == want
                 else:  # "x2": 20 samples per change before doubling, accuracy bought with samples
-                    ok, probes, samples, named = pinpoint(n, min(want), draw, start=20 if name.endswith("x2") else 10)
+                    start = 20 if name.endswith("x2") else 10
+                    ok, probes, samples, named = pinpoint(n, min(want), draw, start=start, broken=broken)
                     ok = {named[0]} == want
                 one = bool(named) and set(named) <= want
                 rows[name].append((ok, one, probes, samples))
         for name, r in rows.items():
             print(
-                f"{label:<14} {n:>4} {cv:>4.2f}  {name:<11} {sum(x[0] for x in r) / len(r):>6.1%} "
+                f"{label:<16} {n:>4} {cv:>4.2f}  {name:<11} {sum(x[0] for x in r) / len(r):>6.1%} "
                 f"{sum(x[1] for x in r) / len(r):>7.1%} {statistics.mean(x[2] for x in r):>7.2f} "
                 f"{statistics.mean(x[3] for x in r):>8.1f}"
             )

@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import progress
+from agent.cli import db_path, progress
 from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTokensOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
 from agent.state import LLMSettings
 from evals import report
 from evals.backends import LocalBackend, RayBackend, RayError
 from evals.runner import find_specs, rescore, run_set, set_rows
-from transcripts.store import Store, default_path
+from transcripts.store import Store
 
 
 def _bad(message: str) -> None:
@@ -59,7 +59,7 @@ def eval_cmd(
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """Run scenario suites with a policy, score every run against its truth, report."""
-    store = Store(db or default_path())
+    store = Store(db_path(db))
     try:
         if compare:
             a, b = _set(store, compare[0]), _set(store, compare[1])

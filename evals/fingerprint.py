@@ -6,6 +6,7 @@ must not leave behind on the host (servers, scratch worktrees)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -38,9 +39,45 @@ def added_refs(before: dict, after: dict) -> list[str] | None:
 
 
 def leftovers(root: Path, repo: Path) -> tuple[list[str], list[str]]:
-    """Server processes of the lab scenario at ``root`` still alive, and scratch worktrees still
-    registered in ``repo``."""
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    servers = [p for p in ps if "minisglang.launch_server" in p and str(root) in p]
-    trees = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
-    return servers, [t for t in trees.splitlines() if "sleuth-wt" in t]
+    """What a run left on this machine for the lab scenario at ``root`` (whose checkout is
+    ``repo``): processes still alive, and scratch worktrees still on disk.
+
+    A lab server names neither path on its command line (``exec python -m ... --port N``): it
+    carries the scenario in its environment (``env.sh`` exports paths under ``root``) and runs in
+    a scratch worktree. So a process is the scenario's when its environment or its working
+    directory mentions ``root``, or its working directory is a scratch worktree of ``repo``; a
+    worktree is ``repo``'s when its ``.git`` file points into ``repo``'s git directory, whether
+    or not ``repo`` (or ``root``) still exists."""
+    under = [f"{root}/", f"{Path(root).resolve()}/"]
+    trees = _scratch_worktrees(repo)
+    servers = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().decode(errors="replace")
+            cwd = os.readlink(proc / "cwd")
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        cwd = cwd.removesuffix(" (deleted)")
+        here = f"{cwd}/"
+        if any(u in environ or here.startswith(u) for u in under) or any(here.startswith(t + "/") for t in trees):
+            servers.append(f"{proc.name} {args}")
+    return servers, trees
+
+
+def _scratch_worktrees(repo: Path) -> list[str]:
+    """The scratch worktrees (``tools.git.WORKTREE_PREFIX``) on disk that belong to ``repo``."""
+    from tools.git import WORKTREE_PREFIX
+
+    gitdir = str((Path(repo) / ".git").resolve())
+    out = []
+    for wt in sorted(Path(WORKTREE_PREFIX).parent.glob(Path(WORKTREE_PREFIX).name + "*")):
+        try:
+            pointer = (wt / ".git").read_text()
+        except OSError:
+            continue  # being made or removed right now (another run's, as like as ours)
+        if f"{gitdir}/worktrees/" in pointer or f"{repo}/.git/worktrees/" in pointer:
+            out.append(str(wt))
+    return out

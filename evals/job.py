@@ -7,6 +7,7 @@ failed run with its error.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from agent.state import LLMSettings
+from transcripts.recording import export_run
 from transcripts.store import Store
 
 
@@ -41,7 +43,8 @@ def shipped(job: Job) -> Job:
     text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
     files = job.case_files
     if files is None and is_real(text):
-        files = {p.name: p.read_bytes() for p in sorted(Path(job.spec).parent.iterdir()) if p.is_file()}
+        folder = Path(job.spec).parent  # a server case keeps its model in a subfolder
+        files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     return job.model_copy(update={"spec_text": text, "case_files": files})
 
 
@@ -81,6 +84,7 @@ def run_job(job: Job) -> dict:
                 case_dir = work / "case-files"
                 case_dir.mkdir()
                 for name, data in job.case_files.items():
+                    (case_dir / name).parent.mkdir(parents=True, exist_ok=True)
                     (case_dir / name).write_bytes(data)
             res = build_case(spec_file, work / "case", spec_text, case_dir=case_dir)
             target, scenario, spec = res.target, None, None
@@ -108,10 +112,7 @@ def run_job(job: Job) -> dict:
         out["repo_intact"] = fingerprint(res.repo) == before
         store = Store(db)
         try:
-            out["run"] = store.run(hunt.run_id)
-            out["events"] = store.events(hunt.run_id)
-            out["measurements"] = store.measurements(hunt.run_id)
-            out["hypotheses"] = store.hypotheses(hunt.run_id)
+            out |= export_run(store, hunt.run_id)
         finally:
             store.close()
         from agent.report import verdict
@@ -120,5 +121,7 @@ def run_job(job: Job) -> dict:
     except Exception as exc:  # a crashed scenario is a failed run with its error; the set goes on
         out["error"] = f"{type(exc).__name__}: {exc}"
         out["traceback"] = traceback.format_exc()
+    finally:  # everything kept is in ``out``: the scenario's build, its clone and its run go
+        shutil.rmtree(work, ignore_errors=True)  # (were left in /tmp: 700 after a day of CI runs)
     out["wall_s"] = time.perf_counter() - t0
     return out

@@ -21,6 +21,13 @@ comes from and what is true:
     lower_is_better = true
     traits = ["merged side branch"]                   # what the case exercises
 
+A server case gives ``launch`` instead of ``bench``: a real inference server started per probe
+from the worktree (``{case}``, ``{worktree}`` and ``{port}`` filled), benchmarked over streaming HTTP
+(``requests`` requests of ``max_tokens`` tokens to ``served_model``), ``metric`` one of
+``BenchResult.metrics()`` (``median_ttft_ms``, ``tok_per_s``, ...). Its runtime lives outside the
+project's environment: ``needs`` lists modules the interpreter ``$SLEUTH_CASE_PYTHON`` must import,
+and a case whose needs are missing is refused in one line, before anything is built.
+
 ``sleuth eval`` runs a case like a lab scenario (``evals.job``): the bundle is unpacked into a
 scratch repository (never the case directory), hunted with ``--good``/``--bench`` and scored with
 the culprit as the truth. Everything needed is committed: CI has no network.
@@ -28,40 +35,63 @@ the culprit as the truth. Everything needed is committed: CI has no network.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.state import Target
+from tools.bench import BenchConfig
 
 SHA = r"^[0-9a-f]{40}$"
 GIT_TIMEOUT_S = 300  # a local bundle unpacks in seconds; a hung git must not hang an evaluation
 
 
 class RealCase(BaseModel):
+    """``case.toml`` of a real regression (``evals/suites/real/NAME/``)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(pattern=r"^real$")
-    name: str = Field(pattern=r"^[a-z0-9_]+$")
-    project: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
-    description: str
-    report: str = Field(pattern=r"^https://")
-    fix: str = Field(pattern=r"^https://")
-    licence: str
-    bundle: str
-    shallow: list[str] = []
-    good: str = Field(pattern=SHA)
-    bad: str = Field(pattern=SHA)
-    culprit: str = Field(pattern=SHA)
-    bench: str
-    lower_is_better: bool = True
-    metric: str = "value"
-    setup: str | None = None
-    traits: list[str] = []
+    kind: str = Field(pattern=r"^real$", description='always "real" (what tells it from a lab scenario)')
+    name: str = Field(pattern=r"^[a-z0-9_]+$", description="the case's folder name")
+    project: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
+    description: str = Field(description="what got slower, by how much, why, and how it was fixed")
+    report: str = Field(pattern=r"^https://", description="the regression as reported (an issue or PR)")
+    fix: str = Field(pattern=r"^https://", description="how it was fixed (a commit or PR)")
+    licence: str = Field(description="the project's licence file, kept beside the bundle")
+    bundle: str = Field(description="git bundle create ... BAD: the commits the hunt needs")
+    shallow: list[str] = Field([], description="the bundle's boundary commits (cut shallow below good)")
+    good: str = Field(pattern=SHA, description="known good (full SHA)")
+    bad: str = Field(pattern=SHA, description="known bad, the bundle's head (full SHA)")
+    culprit: str = Field(pattern=SHA, description="the truth the hunt is scored against (full SHA)")
+    bench: str | None = Field(None, description="a command run in the probe's worktree printing one number, or...")
+    launch: str | None = Field(
+        None, description="...a server launched per probe ({case}, {worktree}, {port}) and benchmarked"
+    )
+    served_model: str | None = Field(None, description="with launch: the model the requests name ({case} filled)")
+    requests: int = Field(default=10, ge=1, description="with launch: streaming requests per sample")
+    max_tokens: int = Field(default=64, ge=1, description="with launch: tokens asked per request")
+    needs: list[str] = Field(
+        [], description="modules the case's interpreter ($SLEUTH_CASE_PYTHON) must import, else it is refused"
+    )
+    lower_is_better: bool = Field(True, description="which way the number is better")
+    metric: str = Field(
+        "value", description="with launch: a name of BenchResult.metrics() (median_ttft_ms, tok_per_s, ...)"
+    )
+    setup: str | None = Field(None, description="a build run in each probe's worktree first (cmake ...)")
+    traits: list[str] = Field([], description="what the case exercises, for the corpus table")
+
+    @model_validator(mode="after")
+    def _one_workload(self) -> RealCase:
+        if (self.bench is None) == (self.launch is None):
+            raise ValueError("give exactly one of bench (a command) or launch (a server)")
+        if self.launch is not None and (not self.served_model or self.metric == "value"):
+            raise ValueError("a launch case names its served_model and its metric (e.g. median_ttft_ms)")
+        return self
 
     @field_validator("shallow")
     @classmethod
@@ -78,6 +108,31 @@ def is_real(text: str) -> bool:
         return tomllib.loads(text).get("kind") == "real"
     except tomllib.TOMLDecodeError:
         return False
+
+
+CASE_PYTHON_ENV = "SLEUTH_CASE_PYTHON"  # the interpreter a server case's launch runs (its ``needs``)
+
+
+def case_python() -> str:
+    return os.environ.get(CASE_PYTHON_ENV) or "python3"
+
+
+def missing_needs(case: RealCase) -> list[str]:
+    """The modules of ``case.needs`` that the case's interpreter cannot import (a server case's
+    runtime, such as mlx, is installed beside the project, not in it: docs/guides/real-inference-server.md)."""
+    if not case.needs:
+        return []
+    code = (
+        "import importlib, sys\n"
+        "for m in sys.argv[1:]:\n"
+        "    try: importlib.import_module(m)\n"
+        "    except Exception: print(m)\n"
+    )
+    try:
+        got = subprocess.run([case_python(), "-c", code, *case.needs], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return list(case.needs)
+    return got.stdout.split() if got.returncode == 0 else list(case.needs)
 
 
 def load_case(path: Path, text: str | None = None) -> RealCase:
@@ -127,22 +182,41 @@ def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
             raise ValueError(f"{case_dir / case.bundle}: does not hold {sha} (cut too shallow?)")
 
 
-def build_case(spec: Path, dest: Path, text: str | None = None, case_dir: Path | None = None) -> BuiltCase:
+def build_case(
+    spec: Path, dest: Path, text: str | None = None, case_dir: Path | None = None, check_needs: bool = True
+) -> BuiltCase:
     """Unpack a case into ``dest`` (``case_dir``: where its bundle and bench live, by default the
-    spec's folder) and say how to hunt it and what is true."""
+    spec's folder) and say how to hunt it and what is true. ``check_needs``: refuse a case whose
+    interpreter lacks its ``needs`` (off only to look at its history)."""
     case = load_case(spec, text)
     where = (case_dir or spec.parent).resolve()
+    missing = missing_needs(case) if check_needs else []
+    if missing:
+        raise ValueError(
+            f"{case.name}: needs {', '.join(missing)} importable by ${CASE_PYTHON_ENV} ({case_python()}): "
+            f"see {where / 'SOURCE.md'}"
+        )
     repo = dest / "repo"
     unbundle(where, case, repo)
     target = Target(
         repo=str(repo),
-        command=case.bench.replace("{case}", str(where)),
         metric=case.metric,
         higher_is_better=not case.lower_is_better,
         good_ref=case.good,
         setup=case.setup,
         summary=case.description,
     )
+    if case.bench is not None:
+        target.command = case.bench.replace("{case}", str(where))
+    else:
+        assert case.launch is not None and case.served_model is not None
+        target.launch = case.launch.replace("{case}", str(where))
+        target.workload = BenchConfig(
+            endpoint="http://unset/v1",
+            model=case.served_model.replace("{case}", str(where)),
+            requests=case.requests,
+            max_tokens=case.max_tokens,
+        )
     truth = {
         "scenario": case.name,
         "kind": "commit",

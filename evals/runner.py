@@ -19,6 +19,7 @@ from agent.state import LLMSettings
 from evals.backends import LocalBackend, RayBackend
 from evals.job import Job
 from evals.scorer import Score, score
+from transcripts.recording import import_run
 from transcripts.store import Store
 
 
@@ -37,31 +38,7 @@ def find_specs(paths: list[str]) -> list[Path]:
 
 
 def _store_run(store: Store, got: dict, set_id: str) -> str | None:
-    run = got.get("run")
-    if not run:
-        return None
-    run_id = run["id"]
-    store.start_run(run_id, **{k: v for k, v in run.items() if k not in ("id",)})
-    store.update_run(run_id, eval_set=set_id)
-    store.events_batch(
-        run_id,
-        [
-            {
-                "kind": e["kind"],
-                "text": e["text"],
-                "payload": json.loads(e["payload"]),
-                "duration_s": e["duration_s"],
-                "t": e["t"],
-            }
-            for e in got["events"]
-        ],
-    )
-    for m in got["measurements"]:
-        store.put_measurement(run_id, {**m, "id": m["mid"], "samples": json.loads(m["samples"])}, m["metric"])
-    store.put_hypotheses(
-        run_id, [{**h, "id": h["hid"], "evidence": json.loads(h["evidence"])} for h in got["hypotheses"]]
-    )
-    return run_id
+    return import_run(store, got, eval_set=set_id)
 
 
 def distinct_samples(measurements: list[dict]) -> int:

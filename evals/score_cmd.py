@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from evals.score import first_named
-from transcripts.store import Store, default_path
+from transcripts.store import Store, store_file
 
 
 def score(
@@ -20,13 +20,14 @@ def score(
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """When did the run first name the root cause, and what came before?"""
-    path = db or default_path()
+    try:
+        path = store_file(db, must_exist=True)
+    except ValueError as exc:
+        _bad(str(exc))
     if kind not in ("commit", "uncommitted", "env", "config"):
         _bad(f"--kind: unknown kind '{kind}' (commit, uncommitted, env, config)")
     if kind == "commit" and len(root_cause) < 7:
         _bad("--root-cause: a commit needs at least 7 hex digits")
-    if not path.exists():
-        _bad(f"--db: {path}: no run store here")
     store = Store(path)
     try:
         if store.run(run_id) is None:

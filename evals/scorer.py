@@ -15,6 +15,8 @@ import math
 
 from pydantic import BaseModel
 
+from tools.packages import norm
+
 MUTATING = {"git_land_revert"}
 ACTION_FOR = {"commit": "revert", "env": "unset", "uncommitted": "restore", "config": "restore", "dependency": "pin"}
 
@@ -70,9 +72,14 @@ def named_refs(verdict: dict) -> list[str]:
     return [r.strip() for r in rc["ref"].split(",") if r.strip()]
 
 
-def _matches(named: str, truth: str) -> bool:
+def _matches(named: str, truth: str, kind: str | None = None) -> bool:
+    """Does a named ref name the truth's? A commit by any prefix of 7 hex digits or more; a
+    package by its PEP 503 name (``foo-bar`` is ``foo_bar`` and ``Foo.Bar``); anything else (a
+    variable, a path, a flag) as written."""
     if len(named) >= 7 and all(c in "0123456789abcdef" for c in named.lower()):
         return truth.lower().startswith(named.lower()) or named.lower().startswith(truth.lower())
+    if kind == "dependency":
+        return norm(named) == norm(truth)
     return named == truth
 
 
@@ -85,12 +92,13 @@ def score(
     wall_s: float,
     repo_intact: bool,
 ) -> Score:
-    truth_refs = [c["ref"] for c in truth.get("root_causes", [])]
+    causes = [(c["ref"], c.get("kind")) for c in truth.get("root_causes", [])]
+    truth_refs = [ref for ref, _ in causes]
     rc = verdict.get("root_cause") or {}
     got_kind = rc.get("kind")
     named = named_refs(verdict)
-    right = [t for t in truth_refs if any(_matches(n, t) for n in named)]
-    extra = [n for n in named if not any(_matches(n, t) for t in truth_refs)]
+    right = [t for t, k in causes if any(_matches(n, t, k) for n in named)]
+    extra = [n for n in named if not any(_matches(n, t, k) for t, k in causes)]
     if truth["kind"] in ("none", "external"):  # nothing to name: the kind is the answer
         kind_right = got_kind == truth["kind"]
         exact = kind_right and not named
@@ -121,7 +129,7 @@ def score(
         if "revert" in want:  # the revert conflicts or cannot be built: a person's, naming the culprit
             want.add("investigate")
         pins = [r.strip().split("==")[0] for r in str(action.get("ref") or "").split(",")]  # "pkg==1.0": pkg
-        action_right = action.get("kind") in want and any(_matches(p, t) for p in pins for t in truth_refs)
+        action_right = action.get("kind") in want and any(_matches(p, t, k) for p in pins for t, k in causes)
     approved = False
     gate = True
     calls = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -85,15 +86,9 @@ def sleuth_exe() -> str:
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory):
     """A real OpenSSH server on 127.0.0.1 (skipped only where sshd is absent and CI did not ask for it)."""
-    import os
-    import shutil
+    from tests.sshd import Sshd, require_sshd
 
-    from tests.sshd import Sshd
-
-    if shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"):
-        if os.environ.get("SLEUTH_REQUIRE_SSHD"):
-            pytest.fail("sshd is required (SLEUTH_REQUIRE_SSHD=1) but not installed")
-        pytest.skip("OpenSSH server not installed (apt-get install openssh-server)")
+    require_sshd()
     server = Sshd(tmp_path_factory.mktemp("sshd")).start()
     yield server
     server.stop()
@@ -147,20 +142,50 @@ def git_in(repo: Path):
     return git
 
 
+def bench_repo(repo: Path, bench: str = BENCH, files: dict[str, str] | None = None):
+    """A project whose benchmark is a command (``bench.py`` printing one number), its first
+    commit holding ``bench.py`` and ``files`` (default ``lib.py`` with ``COST = 1.0``); returns
+    (repo, its ``git``, the first commit's sha)."""
+    repo.mkdir(parents=True)
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "bench.py").write_text(bench)
+    for name, text in (files or {"lib.py": "COST = 1.0\n"}).items():
+        (repo / name).write_text(text)
+    git("add", ".")
+    git("commit", "-qm", "init")
+    return repo, git, git("rev-parse", "HEAD")
+
+
+def one_slow_commit(repo: Path, commits: int, slow: int, bench: str = BENCH) -> tuple[Path, str, str]:
+    """``bench_repo`` and ``commits`` commits after it: the ``slow``-th (from 1) doubles the cost,
+    each other one adds its own notes file (so the slow one reverts cleanly at HEAD); returns
+    (repo, the good commit, the slow commit)."""
+    repo, git, good = bench_repo(repo, bench)
+    for i in range(1, commits + 1):
+        name, text = ("lib.py", "COST = 2.0\n") if i == slow else (f"notes{i}.txt", f"{i}\n")
+        (repo / name).write_text(text)
+        git("add", name)
+        git("commit", "-qm", f"change {i}")
+    return repo, good, git("rev-list", "--reverse", f"{good}..HEAD").split()[slow - 1]
+
+
+def hunt_bench(repo: Path, good: str, db: Path, *extra: str) -> dict:
+    """``sleuth hunt --bench 'python3 bench.py' --lower-is-better`` from ``good``, in this
+    process; the verdict."""
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--db", db, "--json", *extra,
+    )  # fmt: skip
+    return json.loads(proc.stdout)
+
+
 @pytest.fixture
 def tiny(tmp_path) -> tuple[Path, str]:
     """A project that is not a server: its benchmark is a command printing one number (a probe
     takes a fraction of a second). Commit 2 of 3 after the good one doubles the cost; returns
     (repo, good sha)."""
-    repo = tmp_path / "tiny"
-    repo.mkdir()
-    git = git_in(repo)
-    git("init", "-q")
-    (repo / "bench.py").write_text(BENCH)
-    (repo / "lib.py").write_text("COST = 1.0\n")
-    git("add", ".")
-    git("commit", "-qm", "init")
-    good = git("rev-parse", "HEAD")
+    repo, git, good = bench_repo(tmp_path / "tiny")
     for i, cost in enumerate(("1.0", "2.0", "2.0"), 1):
         (repo / "lib.py").write_text(f"COST = {cost}\n# {i}\n")
         git("commit", "-qam", f"change {i}")

@@ -80,3 +80,16 @@ class Sshd:
             self.kill_sessions()
             self.proc.terminate()
             self.proc.wait(timeout=10)
+
+
+def require_sshd() -> None:
+    """Skip the calling test where no OpenSSH server is installed, unless CI asked for one
+    (``SLEUTH_REQUIRE_SSHD=1``: then fail, so a missing package cannot pass silently)."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("sshd") is None and not os.path.exists(SSHD):
+        if os.environ.get("SLEUTH_REQUIRE_SSHD"):
+            pytest.fail("sshd is required (SLEUTH_REQUIRE_SSHD=1) but not installed")
+        pytest.skip("OpenSSH server not installed (apt-get install openssh-server)")

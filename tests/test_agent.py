@@ -351,23 +351,8 @@ culprits = ["topk"]
 """
 
 
-def test_the_one_uncommitted_patch_that_matters_is_localized(tmp_path):
-    (tmp_path / "s.toml").write_text(textwrap.dedent(PATCH_SPEC))
-    res = build(load_spec(tmp_path / "s.toml"), tmp_path / "scenario")
-    before = fingerprint(res.repo)
-    proc = sleuth("hunt", "--alert", str(res.root / "alert.json"), "--db", str(tmp_path / "r.db"), "--json")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    v = json.loads(proc.stdout)
-    assert v["root_cause"]["kind"] == "uncommitted"
-    assert v["root_cause"]["ref"] == "python/minisglang/layers/moe/topk.py"
-    history = next(h for h in v["hypotheses"] if h["category"] == "history")
-    # The known-good commit measures like HEAD (refuted); under a loaded machine's noise its A/B may
-    # stay unknown through every round, which leaves it inconclusive, never supported.
-    assert history["status"] in ("refuted", "inconclusive") and history["reason"], history
-    others = [h for h in v["hypotheses"] if h["category"] == "uncommitted" and "topk" not in h["statement"]]
-    assert len(others) == 3 and all(h["status"] == "refuted" and "localization" in h["reason"] for h in others)
-    assert v["proposed_action"]["kind"] == "restore" and v["proposed_action"]["status"] == "pending"
-    assert fingerprint(res.repo) == before  # measuring half of the patches never touched the checkout
+# PATCH_SPEC is the world "uncommitted_patch" (tests/worlds.py): the default run replays its
+# recording (tests/test_recorded.py), the slow step hunts it live (tests/test_live_worlds.py).
 
 
 @pytest.mark.slow  # 2-5 min here (every remote command pays ~110 ms of login shell); SSH transport of the git,
@@ -400,6 +385,7 @@ def test_a_hunt_over_ssh(small, tmp_path, sshd):
     assert fingerprint(small.repo) == before
 
 
+@pytest.mark.slow  # 30-60 s; .ci/run's slow step runs it, bench/kill9.py kills hunts mid-probe many times over
 def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_changes_nothing(small, tmp_path):
     before = fingerprint(small.repo)
     db = tmp_path / "r.db"
@@ -467,45 +453,8 @@ print(value * random.gauss(1, 0.01))
 """
 
 
-def test_a_culprit_that_fails_its_confirmation_is_bisected_again_with_verification(tmp_path):
-    """One probe lies (a noisy neighbour, say): the first bisection names an innocent docs commit,
-    its revert recovers nothing, and the second bisection - verifying each culprit against its
-    parent with fresh samples - finds the real one, which then passes its confirmation."""
-    repo = tmp_path / "lib"
-    repo.mkdir()
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-    git = lambda *a: subprocess.run(["git", "-C", str(repo), *ident, *a], check=True, capture_output=True)  # noqa: E731
-    git("init", "-q")
-    (repo / "lib.py").write_text("COST = 1.0\n")
-    git("add", ".")
-    git("commit", "-qm", "init")
-    for i in range(1, 25):
-        (repo / f"note{i}.md").write_text(f"note {i}\n")  # one file each: a revert never conflicts
-        git("add", ".")
-        if i == 20:
-            (repo / "lib.py").write_text("COST = 2.0\n")
-            git("commit", "-qam", "Recompute the table on every call")
-        else:
-            git("commit", "-qm", f"docs: note {i}")
-    culprit = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "HEAD~4"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    (tmp_path / "bench.py").write_text(LYING_BENCH)
-    bench = f"python3 {tmp_path / 'bench.py'} {tmp_path / 'lies.json'}"
-    before = fingerprint(repo)
-    db = tmp_path / "r.db"
-    args = ["--repo", str(repo), "--good", "HEAD~24", "--bench", bench, "--lower-is-better", "--db", str(db)]
-    # Without code-path pruning: the docs commits would never be probed, so no probe could lie.
-    proc = sleuth("hunt", *args, "--no-trace-paths", "--json")
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    v = json.loads(proc.stdout)
-    assert v["root_cause"]["ref"] == culprit, proc.stdout
-    assert v["status"] == "awaiting_approval"
-    assert json.loads((tmp_path / "lies.json").read_text())["lies"] >= 3  # the lie was told and heard
-    shown = json.loads(sleuth("show", v["run_id"], "--db", str(db), "--json").stdout)
-    corrections = [e for e in shown["events"] if "bisecting again" in json.dumps(e)]
-    assert len(corrections) == 1, "the first culprit failed its confirmation and a second bisection ran"
-    assert fingerprint(repo) == before
+# LYING_BENCH drives the world "confirmation_fails" (tests/worlds.py): replayed from its recording
+# in the default run (tests/test_recorded.py), hunted live in the slow step (tests/test_live_worlds.py).
 
 
 def test_a_culprit_whose_revert_conflicts_is_proven_against_its_parent_and_left_to_a_person(tmp_path):
@@ -607,6 +556,10 @@ def test_a_culprit_that_recovers_too_little_sends_the_hunt_after_the_rest_it_was
     assert set(causes) == {first, hidden}
     assert 25 < causes[first]["share_pct"] < 60 and 40 < causes[hidden]["share_pct"] < 75
     assert "Simplify the fast path" in causes[hidden]["summary"]
+    # The state that confirmed B (HEAD with A, then B, reverted) is the proposal: one branch, both.
+    action = v["proposed_action"]
+    assert (action["kind"], action["branch"]) == ("revert", f"sleuth/revert-{first[:10]}-{hidden[:10]}"), action
+    assert causes[hidden]["action"] == f"reverted in the chain on branch {action['branch']}"
     assert fingerprint(repo) == before
 
 

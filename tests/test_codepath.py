@@ -75,6 +75,10 @@ PRESENT = {"pkg/__init__.py", "pkg/fast.py", "pkg/slow.py", "bench.py", "README.
         (["csrc/attention.cu"], False, "native file"),
         (["pkg/config.yaml"], False, "may be read at run time"),
         (["pkg/gone.py"], False, "exists at neither traced end"),
+        # Text beside an imported package's modules is data it may read (sacremoses' character
+        # tables), not documentation; text in a folder no imported package holds still is.
+        (["pkg/data/IsAlnum.txt"], False, "data inside the imported package pkg"),
+        (["other/notes.txt", "docs/guide.md"], True, "documentation"),
     ],
 )
 def test_a_commit_is_pruned_only_when_every_file_it_touches_cannot_matter(files, pruned, says):

@@ -4,12 +4,13 @@ user's checkout, index, stash and refs exactly as they were."""
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
 from evals.fingerprint import fingerprint
-from tools.git import CliGit, GitError, LocalGit
+from tools.git import WORKTREE_PREFIX, CliGit, GitError, LocalGit
 
 
 @pytest.fixture
@@ -94,6 +95,40 @@ def test_snapshot_worktree_and_revert_leave_the_users_repo_untouched(both, seed_
         ["git", "-C", str(seed_scenario.repo), "worktree", "list"], capture_output=True, text=True
     ).stdout
     assert len(wt_list.splitlines()) == 1
+
+
+def _worktree_count(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True, check=True)
+    return len(out.stdout.splitlines())
+
+
+def _lock_as_git_worktree_add_does(repo: Path, wt: str) -> None:
+    """``git worktree add`` locks a new worktree ("initializing") until its checkout is done; a
+    SIGTERM in between leaves it locked, and a locked worktree survives ``remove --force``."""
+    admin = subprocess.run(
+        ["git", "-C", wt, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    Path(admin, "locked").write_text("initializing")
+
+
+def test_a_worktree_interrupted_while_git_was_adding_it_is_still_removed(seed_scenario):
+    # Found in CI: the service killed mid-hunt, the hunt's SIGTERM landed inside `git worktree add`,
+    # and a second worktree stayed listed after the hunt had cleaned up.
+    g = LocalGit(seed_scenario.repo)
+    with pytest.raises(KeyboardInterrupt), g.worktree("HEAD") as wt:
+        _lock_as_git_worktree_add_does(seed_scenario.repo, wt)
+        raise KeyboardInterrupt("signal 15")
+    assert not Path(wt).exists() and _worktree_count(seed_scenario.repo) == 1
+
+
+def test_a_locked_worktree_of_a_killed_process_is_removed_by_the_next_start(seed_scenario):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    wt = f"{WORKTREE_PREFIX}{dead.pid}-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["git", "-C", str(seed_scenario.repo), "worktree", "add", "--detach", "-q", wt, "HEAD"], check=True)
+    _lock_as_git_worktree_add_does(seed_scenario.repo, wt)
+    assert LocalGit(seed_scenario.repo).remove_stale_worktrees() == [wt]
+    assert not Path(wt).exists() and _worktree_count(seed_scenario.repo) == 1
 
 
 def test_landing_a_revert_only_adds_a_branch(seed_scenario, tmp_path):

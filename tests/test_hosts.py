@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.sshd import Sshd, keygen
+from tests.sshd import Sshd, keygen, require_sshd
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
 
@@ -137,6 +137,7 @@ def test_a_changed_host_key_is_refused_with_a_clear_message(sshd, tmp_path):
 
 
 def test_a_dropped_connection_is_retried_once_then_a_clear_error(tmp_path):
+    require_sshd()
     server = Sshd(tmp_path).start()
     host = SSHHost(
         "127.0.0.1",

@@ -29,6 +29,7 @@ def _survives(tiny, db, kills: list[KillPoint]) -> list[str]:
     return violations(out, db, tiny.truth, tiny.repo, tiny.root, before)
 
 
+@pytest.mark.slow  # 40-90 s; .ci/run's slow step runs it, bench/kill9.py draws many more (48 kills, 0 violations)
 def test_a_hunt_killed_twice_and_an_approval_killed_while_landing_still_end_right(tiny, tmp_path):
     # Seeded: 56 events into the hunt (its A/Bs), then 30 more into the resumed hunt (the bisection
     # or the confirmation), then 1 event into the approval: while it lands the revert. An

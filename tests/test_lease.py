@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.lab.builder import build
-from evals.lab.spec import load_spec
-from tests.conftest import MINIMAL_SPEC, git_in, sleuth_exe, sleuth_in_process
+from tests.conftest import git_in, one_slow_commit, sleuth_exe, sleuth_in_process
 from transcripts.lease import RunBusy, RunLease, is_driven, read_holder
 
 HOLD = """
@@ -52,11 +50,20 @@ def test_a_lease_held_by_a_live_process_is_refused_and_freed_by_its_death_even_b
     assert not is_driven(run_dir)
 
 
+SLOW_BENCH = "import random, time, lib; time.sleep(0.3); print(lib.COST * random.gauss(1, 0.005))\n"
+
+
 @pytest.fixture
-def tiny(tmp_path):
-    spec = tmp_path / "tiny.toml"
-    spec.write_text(MINIMAL_SPEC)
-    return build(load_spec(spec), tmp_path / "scenario")
+def project(tmp_path) -> tuple[Path, str, str]:
+    """A benchmark-command project whose every sample sleeps 0.3 s (a hunt lasts tens of seconds,
+    asleep, not on the CPU): (repo, good, the commit that doubled the cost)."""
+    return one_slow_commit(tmp_path / "project", commits=5, slow=3, bench=SLOW_BENCH)
+
+
+def _hunt_args(project: tuple[Path, str, str], db: Path) -> list[str]:
+    repo, good, _ = project
+    return ["hunt", "--repo", str(repo), "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+            "--db", str(db), "--json"]  # fmt: skip
 
 
 def _run_row(db: Path, timeout: float = 120) -> dict:
@@ -69,10 +76,10 @@ def _run_row(db: Path, timeout: float = 120) -> dict:
     raise AssertionError("the hunt never wrote its run row")
 
 
-def test_a_second_driver_of_a_running_hunt_is_told_who_drives_it_and_changes_nothing(tiny, tmp_path):
+def test_a_second_driver_of_a_running_hunt_is_told_who_drives_it_and_changes_nothing(project, tmp_path):
     db = tmp_path / "r.db"
     hunt = subprocess.Popen(
-        [sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db), "--json"],
+        [sleuth_exe(), *_hunt_args(project, db)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -94,16 +101,16 @@ def test_a_second_driver_of_a_running_hunt_is_told_who_drives_it_and_changes_not
     assert hunt.returncode == 0, err[-2000:]
     verdict = json.loads(out)
     assert verdict["status"] == "awaiting_approval"
-    assert verdict["root_cause"]["ref"] == tiny.truth["root_causes"][0]["ref"]
+    assert verdict["root_cause"]["ref"] == project[2]
     # nothing the refused drivers did is in the transcript: one "resumed" note would betray them
     events = json.loads(sleuth_in_process("show", run["id"], "--db", str(db), "--json").stdout)
     assert len(events_before["events"]) <= len(events["events"])
     assert not any("resumed from the last checkpoint" in e["text"] for e in events["events"])
 
 
-def test_two_approvals_at_once_land_one_revert(tiny, tmp_path):
+def test_two_approvals_at_once_land_one_revert(project, tmp_path):
     db = tmp_path / "r.db"
-    proc = sleuth_in_process("hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db), "--json")
+    proc = sleuth_in_process(*_hunt_args(project, db))
     assert proc.returncode == 0, proc.stdout[-2000:]
     run = json.loads(proc.stdout)["run_id"]
     both = [
@@ -121,7 +128,7 @@ def test_two_approvals_at_once_land_one_revert(tiny, tmp_path):
     refused = next(err for rc, _, err in results if rc == 2)
     # the loser either found the winner driving, or came after it and found nothing to approve
     assert "is driven by another process" in refused or "is not awaiting approval" in refused
-    branches = git_in(tiny.repo)("branch", "--list", "sleuth/*").split()
+    branches = git_in(project[0])("branch", "--list", "sleuth/*").split()
     assert len([b for b in branches if b.startswith("sleuth/")]) == 1
     shown = json.loads(sleuth_in_process("show", run, "--db", str(db), "--json").stdout)
     assert sum(1 for e in shown["events"] if "revert landed on branch" in e["text"]) == 1

@@ -33,6 +33,23 @@ def test_vllm_bench_serve_result_file_and_a_jmespath_into_its_lists():
     assert MetricSpec(name="ttfts[3]").read("", doc) == 10.9
 
 
+def test_aiperf_and_guidellm_output_files_from_real_runs_are_read_by_a_path_and_their_direction_known():
+    """Written by the clients themselves (aiperf 0.13.0, guidellm 0.8.1), each run against a real
+    OpenAI-compatible server here (README in the fixtures' folder): the sample is a path into them."""
+    aiperf = text("aiperf_profile_export_aiperf.json")
+    assert MetricSpec(name="time_to_first_token.p50").read("", aiperf) == pytest.approx(12.684869)
+    assert MetricSpec(name="output_token_throughput.avg").read("", aiperf) > 0
+    guidellm = text("guidellm_benchmarks.json")
+    ttft = "benchmarks[0].metrics.time_to_first_token_ms.successful.median"
+    assert MetricSpec(name=ttft).read("", guidellm) == pytest.approx(10.906458)
+    rate = "benchmarks[0].metrics.output_tokens_per_second.successful.median"
+    assert MetricSpec(name=rate).read("", guidellm) == pytest.approx(870.85289)
+    assert [higher_is_better(n) for n in ("time_to_first_token.p50", ttft, rate, "inter_token_latency.avg")] == [
+        False, False, True, False,
+    ]  # fmt: skip
+    assert higher_is_better("output_token_throughput.p99") is True
+
+
 def test_the_table_on_stdout_is_read_by_regex_and_its_last_number_is_not_the_metric():
     table = text("sglang_bench_serving_stdout.txt")
     assert MetricSpec(regex=r"P99 TTFT \(ms\):\s+([\d.]+)").read(table) == 188.4

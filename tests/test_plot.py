@@ -70,3 +70,25 @@ def test_a_lower_is_better_metric_says_so_and_a_hunt_without_bisection_shows_its
     assert states.get_title(loc="left") == "measured states, in order"
     assert states.get_ylabel() == "tok_per_s (lower is better)"
     assert [t.get_text().split("\n")[0] for t in states.get_xticklabels()][:2] == ["good-candidate", "HEAD"]
+
+
+def test_a_long_range_keeps_one_figure_size_and_labels_only_what_matters():
+    """205 commits: the ends, the culprit and the measured commits are labelled, the rest is a rug
+    of ticks; the figure is as big as a six-commit one (it was 7,960 px wide)."""
+    long = [f"{i:040x}" for i in range(206)]  # good, then 205 commits up to HEAD
+    culprit = long[150]
+    hunt = _hunt()
+    measured = [long[i] for i in (0, 100, 150, 149, 175, 205)]
+    hunt.measurements = [_m(i, f"bisect {i}", sha, [60 + i, 61 + i, 62 + i]) for i, sha in enumerate(measured)]
+    hunt = hunt.model_copy(
+        update={"good_candidate": long[0], "bisected": long[1:], "culprits": [culprit], "root_ref": culprit,
+                "pruned": [], "broken": []}
+    )  # fmt: skip
+    short, wide = figure(_hunt()), figure(hunt)
+    assert tuple(wide.get_size_inches()) == tuple(short.get_size_inches())
+    w, h = wide.get_size_inches() * wide.dpi
+    assert w <= 1300 and h <= 500
+    bisection = wide.axes[0]
+    ticks = [t.get_text().split("\n")[0] for t in bisection.get_xticklabels()]
+    assert ticks == [long[i][:7] for i in (0, 100, 149, 150, 175, 205)]
+    assert "205 commits" in bisection.get_xlabel() and "200 more as ticks" in bisection.get_xlabel()

@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from evals.realworld import build_case, load_case
+from evals.realworld import build_case, load_case, missing_needs
 from tests.conftest import git_in, sleuth_in_process
+from transcripts.store import Store
 
 REAL = Path(__file__).resolve().parents[1] / "evals" / "suites" / "real"
 LIZARD = REAL / "lizard_jsx_regex" / "case.toml"
@@ -30,7 +34,7 @@ def test_every_case_names_its_report_fix_licence_and_full_shas_and_its_bundle_ho
     for spec in cases:
         case = load_case(spec)
         assert (spec.parent / case.licence).is_file() and (spec.parent / "SOURCE.md").is_file()
-        built = build_case(spec, tmp_path / case.name)
+        built = build_case(spec, tmp_path / case.name, check_needs=False)
         assert git(built.repo, "rev-parse", "HEAD") == case.bad
         assert git(built.repo, "status", "--porcelain") == ""  # a clean checkout of the bad commit
         # The culprit lies between the known-good and the bad commit.
@@ -60,6 +64,40 @@ def test_these_culprits_came_in_through_a_merged_side_branch(tmp_path, spec):
     assert case.culprit not in mainline and case.culprit in git(repo, "rev-list", f"{case.good}..{case.bad}").split()
 
 
+MLX = REAL / "mlx_lm_server_batching_ttft" / "case.toml"
+
+
+def test_a_server_case_is_hunted_by_launching_its_server_and_benchmarking_it(tmp_path):
+    built = build_case(MLX, tmp_path / "c", check_needs=False)
+    t = built.target
+    assert t.command is None and t.launch == f"sh {MLX.parent}/serve.sh {{worktree}} {{port}}"
+    assert t.workload is not None and t.workload.model == str(MLX.parent / "tiny-llama")
+    assert (t.workload.requests, t.workload.max_tokens, t.metric, t.higher_is_better) == (
+        10,
+        64,
+        "median_ttft_ms",
+        False,
+    )
+
+
+def test_a_server_case_without_its_runtime_is_refused_in_one_line_before_anything_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLEUTH_CASE_PYTHON", sys.executable)  # the project's interpreter: no mlx there
+    proc = sleuth_in_process("eval", str(MLX), "--json", "--db", str(tmp_path / "r.db"))
+    row = json.loads(proc.stdout)["rows"][0]
+    assert row["error"].startswith("ValueError: mlx_lm_server_batching_ttft: needs mlx.core")
+    assert "$SLEUTH_CASE_PYTHON" in row["error"] and "SOURCE.md" in row["error"]
+
+
+def test_a_case_is_a_command_or_a_server_never_both_nor_half_of_one():
+    text = LIZARD.read_text()
+    with pytest.raises(ValueError, match="give exactly one of bench"):
+        load_case(LIZARD, text.replace('bench = "', 'launch = "serve {port}"\nbench = "'))
+    server = "\n".join(line for line in text.splitlines() if not line.startswith("bench ="))
+    with pytest.raises(ValueError, match="names its served_model and its metric"):
+        load_case(LIZARD, server + '\nlaunch = "serve {port}"\n')
+    load_case(LIZARD, server + '\nlaunch = "serve {port}"\nserved_model = "m"\nmetric = "median_ttft_ms"\n')
+
+
 def test_sleuth_eval_names_the_real_culprit_offline(tmp_path):
     db = tmp_path / "runs.db"
     proc = sleuth_in_process("eval", str(LIZARD), "--json", "--db", str(db))
@@ -67,25 +105,59 @@ def test_sleuth_eval_names_the_real_culprit_offline(tmp_path):
     row = json.loads(proc.stdout)["rows"][0]
     assert row["exact"] and row["named"] == [load_case(LIZARD).culprit], row
     assert row["repo_intact"]
+    # Cloned from its bundle at the bad commit, the case's environment (this venv) is years newer
+    # than its good commit, and nothing recorded a package change: no package is a suspect.
+    store = Store(db)
+    try:
+        (run,) = store.runs()
+        hyps = store.hypotheses(run["id"])
+    finally:
+        store.close()
+    assert hyps and not [h for h in hyps if h["category"] == "dependencies"], [h["statement"] for h in hyps]
 
 
-SLOW_CASES = sorted(p for p in REAL.glob("*/case.toml") if p != LIZARD)  # the fast subset is lizard's
+# Hunted in bench/real_cases.py only: a C++ compile of 15-40 s per probe (500 s a hunt on a busy
+# two-core machine) does not fit beside the others in CI's slow step.
+BENCH_ONLY = {"cpp_peglib_dictionary_copy"}
+SLOW_CASES = sorted(  # the fast subset is lizard's
+    p for p in REAL.glob("*/case.toml") if p != LIZARD and p.parent.name not in BENCH_ONLY
+)
 # A 1.3x step under 10-20 % noise is named most of the time, not every time (3 of 5 here, one
 # miss under a neighbour's load): its hunt must run and be scored, its exactness is the bench's.
 NOISY = {"pyparsing_import_time"}
 
 
-@pytest.mark.slow  # 30 s to 4 min each (cmark builds every probe); .ci/run runs them (README: the real-world table)
+@pytest.mark.slow  # 30 s to 4 min each (cmark builds every probe); .ci/run runs them (docs/guides/real-cases.md)
 @pytest.mark.timeout(600)  # cmark's took 240 s beside two other hunts on two cores: 300 s is too close
 @pytest.mark.parametrize("spec", SLOW_CASES, ids=[p.parent.name for p in SLOW_CASES])
 def test_sleuth_eval_names_every_real_culprit_offline(tmp_path, spec):
+    missing = missing_needs(load_case(spec))
+    if missing:  # a server case's runtime lives beside the project (.ci/run makes it and requires it)
+        say = f"{spec.parent.name} needs {', '.join(missing)} in $SLEUTH_CASE_PYTHON"
+        pytest.fail(say) if os.environ.get("SLEUTH_REQUIRE_CASE_PYTHON") else pytest.skip(say)
     proc = sleuth_in_process("eval", str(spec), "--json", "--db", str(tmp_path / "runs.db"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     row = json.loads(proc.stdout)["rows"][0]
     assert row["repo_intact"] and row["status"] in ("awaiting_approval", "concluded"), (row["error"], row)
     if spec.parent.name in NOISY:  # scored, not asserted: bench/real_cases.py counts how often
         return
-    assert row["exact"] and row["named"] == [load_case(spec).culprit], row
+    said = {k: row[k] for k in ("named", "extra", "probes", "samples", "error")}
+    if not (row["exact"] and row["named"] == [load_case(spec).culprit]):
+        # pytest.fail, not an assert's message: pytest cuts that to 640 characters, and CI's one
+        # failure of this kind so far showed nothing of the trail it was meant to show.
+        pytest.fail(f"{said}\n{trail(tmp_path / 'runs.db')}", pytrace=False)
+
+
+def trail(db: Path) -> str:
+    """The hunt's own account (its notes, measurements and verdicts), for a failure under CI's load
+    that does not happen on a quiet machine: the only record of why it went another way."""
+    store = Store(db)
+    try:
+        (run,) = store.runs()
+        kept = ("note", "measurement", "verdict", "hypothesis")
+        return "\n".join(f"{e['kind']}: {e['text'][:400]}" for e in store.events(run["id"]) if e["kind"] in kept)
+    finally:
+        store.close()
 
 
 def test_the_pyparsing_range_holds_a_commit_that_does_not_import_and_the_hunt_skips_it(tmp_path):
@@ -110,7 +182,7 @@ def test_a_case_with_a_short_sha_is_bad_input_naming_the_field(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {spec}: culprit:")
 
 
-def test_a_real_case_ships_its_folder_to_a_worker_that_does_not_share_the_drivers_disk(tmp_path):
+def test_a_real_case_ships_its_folder_to_a_worker_that_does_not_share_the_drivers_disk(tmp_path, monkeypatch):
     """A Ray worker on another machine gets the spec's text and the case's files (bundle, bench
     script) in the job; it builds and hunts the case from those alone (here the spec path does
     not exist, as on such a worker), and a lab spec needs none: its text builds everything."""
@@ -123,7 +195,10 @@ def test_a_real_case_ships_its_folder_to_a_worker_that_does_not_share_the_driver
     lab = shipped(Job(spec=str(REAL.parent / "core" / "noise_only.toml")))
     assert lab.case_files is None and lab.spec_text
     away = job.model_copy(update={"spec": str(tmp_path / "elsewhere" / "case.toml")})  # not on this disk
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     out = run_job(away)
     assert "error" not in out, out.get("traceback")
+    assert not list((tmp_path / "tmp").iterdir())  # its scratch (clone, runs, checkpoints) is gone
     assert out["truth"]["root_causes"] == [{"kind": "commit", "ref": load_case(LIZARD).culprit}]
     assert out["measurements"] and out["repo_intact"]  # its benchmark ran from the shipped files

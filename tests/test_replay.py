@@ -199,3 +199,27 @@ def test_the_recorded_world_serves_a_three_state_experiment_and_its_samples_to_o
     other = Cassette(events, strict=False)
     pair = other.answer("measure_pair", again)
     assert pair.result["a"]["samples"] == [90.0, 90.0] and pair.result["b"]["samples"] == [61.0, 61.0]
+
+
+def test_the_recorded_world_serves_a_call_on_the_recorded_path_whole_with_its_groups_and_costs():
+    """A pooled answer holds samples only; a policy that asks what the recorded one asked must get
+    what it got (launch groups and costs decide whether a launch-aware test applies), or it goes
+    down another path on the same numbers (seen: an LLM replay that took one A/B round where the
+    recording took two, then asked for a revert the recording never prepared)."""
+    from transcripts.cassette import Cassette
+
+    a, b = {"ref": "good", "launch": "serve"}, {"ref": "now", "launch": "serve"}
+    side = {"samples": [90.0, 91.0, 89.0, 90.0], "verify_ms": [18.9] * 4}
+    result = {"a": side, "b": {**side, "samples": [60.0, 61.0, 59.0, 60.0]}, "groups": [[2, 2], [2, 2]],
+              "cost": {"launches": 4, "samples": 8}}  # fmt: skip
+    call = {"name": "measure_pair", "args": {"a": a, "b": b, "samples": 4, "fresh": True}}
+    events = [
+        {"seq": 1, "kind": "tool_call", "payload": call},
+        {"seq": 2, "kind": "tool_result", "payload": {"name": "measure_pair", "result": result, "error": None}},
+    ]
+    same = Cassette(events, strict=False).answer("measure_pair", call["args"])
+    assert same.result == result
+    # Half the samples is another question: the pool answers it, with nothing it did not measure.
+    half = Cassette(events, strict=False).answer("measure_pair", {**call["args"], "samples": 2})
+    pooled = {"a": {"samples": [90.0, 91.0], "verify_ms": []}, "b": {"samples": [60.0, 61.0], "verify_ms": []}}
+    assert half.result == pooled

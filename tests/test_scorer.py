@@ -101,3 +101,18 @@ def test_a_revert_a_person_must_make_is_the_right_action_when_it_names_the_culpr
     assert run(verdict(action={"kind": "revert", "ref": A}), one).action_right
     assert not run(verdict(action={"kind": "investigate", "ref": B}), one).action_right
     assert not run(verdict(action={"kind": "restore", "ref": A}), one).action_right
+
+
+def test_a_package_is_named_by_its_pep503_name_not_as_written():
+    truth = {"scenario": "dep", "kind": "dependency", "root_causes": [{"kind": "dependency", "ref": "foo_bar"}]}
+    pin = {"kind": "pin", "ref": "Foo.Bar==1.0", "status": "pending"}
+    s = run(verdict(kind="dependency", ref="foo-bar", culprits=(), action=pin), truth=truth)
+    assert s.exact and s.action_right
+    other = run(verdict(kind="dependency", ref="foo-baz", culprits=(), action=pin), truth=truth)
+    assert not other.exact
+
+
+def test_names_other_than_packages_are_compared_as_written():
+    truth = {"scenario": "env", "kind": "env", "root_causes": [{"kind": "env", "ref": "NCCL_ALGO"}]}
+    assert run(verdict(kind="env", ref="NCCL_ALGO", culprits=()), truth=truth).exact
+    assert not run(verdict(kind="env", ref="nccl-algo", culprits=()), truth=truth).exact

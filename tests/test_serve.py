@@ -29,7 +29,7 @@ from evals.fingerprint import added_refs, fingerprint
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process, wait_for
-from tests.test_eval import TINY
+from tests.test_eval import LOUD
 from transcripts.store import Store, layout
 
 TOKEN = "s3cret-token-for-tests"
@@ -471,7 +471,7 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
     _chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
-    (tmp_path / "tiny.toml").write_text(textwrap.dedent(TINY))
+    (tmp_path / "tiny.toml").write_text(textwrap.dedent(LOUD))
     res = build(load_spec(tmp_path / "tiny.toml"), tmp_path / "scenario")
     before = fingerprint(res.repo)
     (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=res.repo))

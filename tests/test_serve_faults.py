@@ -22,7 +22,7 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, wait_for
 from tests.test_agent import servers_in_worktrees, worktrees
-from tests.test_eval import TINY
+from tests.test_eval import LOUD
 from tests.test_serve import AUTH, CONFIG, TOKEN, free_port
 from transcripts.store import Store
 
@@ -75,7 +75,7 @@ class Serve:
 
 @pytest.fixture
 def world(tmp_path):
-    (tmp_path / "tiny.toml").write_text(textwrap.dedent(TINY))
+    (tmp_path / "tiny.toml").write_text(textwrap.dedent(LOUD))
     res = build(load_spec(tmp_path / "tiny.toml"), tmp_path / "scenario")
     return res, tmp_path / "store" / "runs.db"
 

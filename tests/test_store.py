@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 
 import pytest
 
@@ -122,3 +123,34 @@ def test_a_store_made_before_hypothesis_subjects_gains_the_column_and_keeps_its_
          "reason": "", "evidence": [], "subject": "torch"}  # fmt: skip
     store.put_hypotheses("r1", [h])
     assert store.hypotheses("r0")[0]["subject"] is None and store.hypotheses("r1")[0]["subject"] == "torch"
+
+
+def test_a_new_store_opened_while_another_process_makes_its_tables_waits_for_it(tmp_path):
+    """A hunt creating its store and a `sleuth runs` polling it both make the tables; the one that
+    finds the write lock held past its busy timeout (a starved process) tries again, not fails."""
+    path = tmp_path / "r.db"
+    holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    holder.execute("pragma journal_mode = wal")
+    holder.execute("create table runs (id text primary key)")  # half a schema, as a maker mid-way
+    holder.execute("begin immediate")
+    release = threading.Timer(0.6, lambda: holder.execute("commit"))
+    release.start()
+    try:
+        store = Store(path, busy_timeout_s=0.2)  # the lock outlasts three of its waits
+    finally:
+        release.join()
+        holder.close()
+    assert {"runs", "events", "measurements", "hypotheses"} <= set(store.db.table_names())
+    store.close()
+
+
+def test_a_store_locked_for_good_still_says_so(tmp_path):
+    path = tmp_path / "r.db"
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    holder.execute("create table runs (id text primary key)")
+    holder.execute("begin exclusive")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            Store(path, busy_timeout_s=0.05)
+    finally:
+        holder.close()

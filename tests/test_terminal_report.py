@@ -10,14 +10,13 @@ import re
 import select
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from agent.grouped import group_hypotheses
 from agent.state import Hypothesis
-from evals.lab.builder import build
-from evals.lab.spec import load_spec
-from tests.conftest import MINIMAL_SPEC, sleuth_exe
+from tests.conftest import one_slow_commit, sleuth_exe
 
 # one worker runs the whole module: its module fixture (a real hunt) is made once, not once per worker
 pytestmark = pytest.mark.xdist_group("terminal_report")
@@ -26,10 +25,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("tiny")
-    (tmp / "tiny.toml").write_text(MINIMAL_SPEC)
-    return build(load_spec(tmp / "tiny.toml"), tmp / "scenario")
+def tiny(tmp_path_factory) -> tuple[Path, str, str]:
+    """A benchmark-command project (a hunt of seconds; the report is the same whatever measured
+    it): (repo, good, the commit that doubled the cost)."""
+    return one_slow_commit(tmp_path_factory.mktemp("tiny") / "repo", commits=4, slow=2)
 
 
 def _in_a_terminal(args: list[str], columns: int = 120, timeout: float = 300) -> str:
@@ -61,8 +60,21 @@ def _in_a_terminal(args: list[str], columns: int = 120, timeout: float = 300) ->
 def piped(tiny, tmp_path_factory):
     """One hunt of the tiny scenario with its stdout a pipe: (the Markdown it printed, its store)."""
     db = tmp_path_factory.mktemp("piped") / "r.db"
+    repo, good, _slow = tiny
     proc = subprocess.run(
-        [sleuth_exe(), "hunt", "--alert", str(tiny.root / "alert.json"), "--db", str(db)],
+        [
+            sleuth_exe(),
+            "hunt",
+            "--repo",
+            str(repo),
+            "--good",
+            good,
+            "--bench",
+            "python3 bench.py",
+            "--lower-is-better",
+            "--db",
+            str(db),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -95,7 +107,7 @@ def test_in_a_terminal_the_report_renders_with_no_raw_markdown(tiny, piped):
     text = _in_a_terminal(["reject", run_id, "--reason", "looking by hand", "--db", str(db)])
     assert "perf-sleuth run" in text and "Hypotheses" in text and "Root cause" in text
     assert "**" not in text and "| --- |" not in text and "```" not in text
-    assert "rejected" in text and tiny.truth["root_causes"][0]["ref"] in text
+    assert "rejected" in text and tiny[2] in text
 
 
 def _tables(md: str) -> list[tuple[str, list[str]]]:
@@ -121,7 +133,7 @@ def test_runs_in_a_pipe_prints_every_value_in_full(tiny, piped):
     run_id = json.loads(subprocess.run([sleuth_exe(), "runs", "--db", str(db), "--json"], capture_output=True,
                                        text=True, timeout=60).stdout)[0]["id"]  # fmt: skip
     assert cells[0] == run_id and cells[2].endswith("/repo") and "…" not in row
-    assert cells[5].startswith(tiny.truth["root_causes"][0]["ref"][:10])
+    assert cells[5].startswith(tiny[2][:10])
 
 
 def _h(i: int, category: str, subject: str, status: str, reason: str, evidence: list[str]) -> Hypothesis:
@@ -181,3 +193,56 @@ def test_a_stored_runs_grouped_row_names_packages_not_whole_statements(tmp_path)
     store.put_hypotheses("r1", [h.model_dump() for h in hs])
     (group,) = group_hypotheses(store.hypotheses("r1"))
     assert group.statement == "3 packages" and group.covers == ["pkg1", "pkg2", "pkg3"]
+
+
+def test_a_report_shows_at_most_twelve_rows_the_deciding_ones_first_and_counts_the_rest():
+    """Twenty hardware readings, each refuted on its own evidence, and one supported commit at
+    the end: eleven rows shown with the supported one among them, the other ten folded into one
+    last row that counts them."""
+    from agent.grouped import SCREEN_ROWS, for_screen
+
+    hs = [_h(i, "hardware", f"gpu{i}", "refuted", f"GPU {i} at max", []) for i in range(1, 21)]
+    hs.append(_h(21, "history", "abc", "supported", "good 91 vs HEAD 62", ["m3", "m4"]))
+    rows = for_screen(group_hypotheses(hs))
+    assert len(rows) == SCREEN_ROWS == 12
+    assert [r.id for r in rows[:-1]] == ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h21"]
+    folded = rows[-1]
+    assert folded.statement == "10 more hypotheses in 10 rows" and folded.status == "10 refuted"
+    assert folded.ids == [f"h{i}" for i in range(11, 21)]
+    few = group_hypotheses(hs[:5])
+    assert for_screen(few) == few  # a short ledger is shown whole
+
+
+def test_the_markdown_report_of_a_long_ledger_fits_a_screen(tmp_path):
+    from agent.report import markdown
+    from agent.state import Hunt, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="value", command="true"))
+    hunt.hypotheses = [_h(i, "hardware", f"gpu{i}", "refuted", f"GPU {i} at max", []) for i in range(1, 40)]
+    text = markdown(hunt)
+    table = text.split("## Hypotheses")[1].split("##")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| h")]
+    assert len(rows) == 12 and "28 more hypotheses" in rows[-1], rows
+
+
+def test_long_tables_of_the_report_keep_their_ends_and_count_the_rest():
+    """A 78-commit range with 35 commits pruned and 20 measured states still fits a screen: the
+    pruned table shows seven and counts 28 more; the numbers keep the first and last states."""
+    from agent.report import NUMBER_ROWS, PRUNED_ROWS, markdown, number_rows, pruned_rows
+    from agent.state import Hunt, Measured, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="value", command="true"))
+    hunt.pruned = [{"sha": f"{i:040x}", "files": ["docs/a.rst"], "reason": "touches only documentation"}
+                   for i in range(35)]  # fmt: skip
+    hunt.measurements = [
+        Measured(id=f"m{i}", label=f"bisect {i}", ref=f"{i:040x}", launch="", samples=[1.0], median=1.0,
+                 ci_low=1.0, ci_high=1.0, cv=0.0)
+        for i in range(20)
+    ]  # fmt: skip
+    rows = pruned_rows(hunt)
+    assert len(rows) == PRUNED_ROWS and rows[-1][0] == "... 28 more"
+    numbers = number_rows(hunt)
+    assert len(numbers) == NUMBER_ROWS and numbers[0][0] == "bisect 0" and numbers[-1][0] == "bisect 19"
+    assert any(r[0] == "... 7 more states" for r in numbers)
+    text = markdown(hunt)
+    assert "| ... 28 more |" in text and "`0000000000`" in text

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
+from pydantic import ValidationError
+
 from agent.experiments import verdict_of
 from agent.report import verdict
 from agent.state import Budget, Hunt, Measured, Target
@@ -48,6 +51,35 @@ def test_a_clear_gain_supports_a_flat_one_refutes_and_an_undecided_one_stays_inc
     assert verdict_of(h, cmp, near, noisy_now) == "refuted"
 
 
+def test_without_alert_values_the_smallest_effect_is_a_quarter_of_the_measured_history_drop():
+    """A --bench hunt given only a known-good ref: once its history A/B has measured the drop
+    (here 0.004 s -> 0.2 s, 50x), a further step 6 % slower, significant, cannot explain it (5 % of
+    the drop); a revert that recovers it, measured from HEAD's side, can. Before that A/B the
+    floor is 5 %."""
+    from agent.experiments import explains, min_effect_pct
+    from agent.state import Hypothesis
+
+    h = Hunt(run_id="r", policy="methodical", target=Target(repo="/r", higher_is_better=False), budget=Budget())
+    parent = _m("p", [0.16, 0.161, 0.159, 0.162, 0.158, 0.16])
+    step = _m("c", [0.17, 0.171, 0.169, 0.172, 0.168, 0.17])
+    cmp = compare(parent.samples, step.samples)
+    assert cmp.verdict == "different" and min_effect_pct(h) == 5.0
+    assert explains(h, cmp, parent, step)  # unknown drop: 6 % is enough
+    good, head = _m("good-candidate", [0.004, 0.0041, 0.0039, 0.004]), _m("HEAD", [0.2, 0.21, 0.19, 0.2])
+    h.measurements = [good, head, parent, step]
+    h.hypotheses = [
+        Hypothesis(id="h1", category="history", statement="a commit", test="A/B", status="supported",
+                   evidence=[good.id, head.id]),
+    ]  # fmt: skip
+    # A quarter of the drop, in percent of its larger end (it must hold from either side of an A/B).
+    assert min_effect_pct(h) == pytest.approx(0.25 * (0.2 - 0.004) / 0.2 * 100)
+    assert not explains(h, cmp, parent, step)
+    fixed = _m("HEAD+revert", [0.0041, 0.004, 0.0042, 0.004, 0.0041, 0.0039])  # measured from HEAD's side
+    assert explains(h, compare(head.samples, fixed.samples), fixed, head)
+    h.target = Target(repo="/r", higher_is_better=False, good_value=0.1, bad_value=0.2)  # the alert's own
+    assert min_effect_pct(h) == 12.5
+
+
 def test_a_hunt_whose_history_ab_stayed_unknown_ends_inconclusive_saying_so_not_none():
     from agent.policy import localize
     from agent.state import Hypothesis
@@ -71,3 +103,20 @@ def test_a_hunt_stopped_by_an_error_has_that_error_as_its_summary():
     h = _hunt()
     h.status, h.error = "inconclusive", "the wall-time budget ran out mid-probe"
     assert verdict(h)["summary"] == "the wall-time budget ran out mid-probe"
+
+
+def test_the_verdict_is_checked_against_its_documented_contract():
+    # agent.verdict describes every field (the docs' reference page is generated from it): a field
+    # the model does not describe, or a value outside its kind, is refused before anything is stored.
+    from agent.verdict import Verdict
+
+    v = verdict(_hunt())
+    assert Verdict.model_validate(v).run_id == "r"
+    with pytest.raises(ValidationError, match="undocumented"):
+        Verdict.model_validate(v | {"undocumented": 1})
+    with pytest.raises(ValidationError, match=r"root_cause\.kind"):
+        Verdict.model_validate(v | {"root_cause": {"kind": "vibes", "ref": "", "summary": ""}})
+    described = Verdict.model_json_schema()["properties"]
+    assert all(p.get("description") for p in described.values()), [
+        k for k, p in described.items() if not p.get("description")
+    ]

@@ -81,8 +81,11 @@ class BisectResult(BaseModel):
 
 
 class BisectConfig(BaseModel):
-    alpha: float = 0.001
-    beta: float = 0.001
+    # The sequential test's error per probe (its bound is log(1/alpha) nats). bench/bisect_cost.py
+    # --hard: 0.001 bought 4 points of exactness in the hardest cells with 20-25 % more samples
+    # than Pinpoint's; 0.0015 is at least as exact as Pinpoint with fewer samples in each.
+    alpha: float = 0.0015
+    beta: float = 0.0015
     ref_samples: int = 10  # per reference (good, bad): they shape the densities every probe is tested against
     # Samples of each reference the caller already holds (an A/B of the two ends): when they
     # tell the ends apart beyond doubt, the references stay at that size instead of ref_samples
@@ -91,6 +94,16 @@ class BisectConfig(BaseModel):
     clear_gap_sd: float = 6.0  # "beyond doubt": the medians this many noise sds apart, p <= 0.01
     initial_samples: int = 3  # per probe, then +2 at a time (a sequential test needs few)
     step_samples: int = 2
+    # A probe still undecided grows by this fraction of its samples (at least ``step_samples``):
+    # fine steps stop it close to where the test decides, where growing by half overshot a
+    # decision by a quarter of the samples on average (bench/bisect_cost.py --hard).
+    step_growth: float = 0.125
+    # The references grow with a probe that outgrows them, to this multiple of their size (at
+    # least the probe's). 1: step for step with the probe, so the ends are measured often and the
+    # drift fit stands on samples spread in time (the hard bench's drift cell: 80 % exact at 1,
+    # 74 % at 1.5). Where launches are dear the hunt sets 1.5: a reference's top-up there is a
+    # launch, and the probe's next samples another.
+    ref_growth: float = 1.0
     max_samples: int = 48
     llr_clip: float = 3.0  # nats: one sample can move the log-likelihood ratio at most this far
     consistency_p: float = 0.05  # the SPRT may call c good (bad) only if c vs good (bad) has p >= this
@@ -110,6 +123,15 @@ class BisectConfig(BaseModel):
     # tools.codepath). Never probed and never blamed: the search splits only the others, and a
     # step between two probed commits lands on the one that is not a no-op.
     no_ops: list[str] = []
+    # Fit the machine's drift (a slope of log(metric) per sample taken, from the spread in time of
+    # each commit's own samples: the references, grown as probes outgrow them, are measured early
+    # and late) and judge every probe on samples moved to one moment. bench/bisect_cost.py --hard:
+    # a 5 % step under 5 % noise drifting -0.02 % a sample went from 53 % exact to 79 %.
+    detrend: bool = True
+    # The likelihood ratio's densities: "t" (a Student-t, 4 degrees of freedom, at each
+    # reference's median with their pooled robust sd: sharper than a kernel density of ten samples,
+    # and an outlier moves it little) or "kde" (each reference's kernel density: any shape).
+    llr_model: Literal["kde", "t"] = "t"
 
 
 class _Samples:
@@ -119,6 +141,7 @@ class _Samples:
         self.probe = probe
         self.sandwich_n = sandwich_n
         self.data: dict[str, list[float]] = {}
+        self.times: dict[str, list[int]] = {}  # each sample's position in the order all were taken
         self.lock = threading.Lock()
         self.total = 0
         self.fresh_total = 0
@@ -131,9 +154,46 @@ class _Samples:
         new = [float(x) for x in self.probe(sha, n)]
         with self.lock:
             self.data.setdefault(sha, []).extend(new)
+            self.times.setdefault(sha, []).extend(range(self.total, self.total + len(new)))
             self.total += len(new)
             self.fresh_total += len(new)
         return new
+
+    def drift(self) -> float:
+        """The level's slope per sample taken, in log units, from within-commit spread in time (a
+        commit measured early and again late shows the machine's drift, whatever its level):
+        the pooled least-squares slope of each commit's log-samples on their times, residuals
+        clipped at 3 robust sds (outliers), shrunk toward 0 by its own standard error."""
+        num = den = 0.0
+        resid: list[float] = []
+        with self.lock:
+            items = [(np.asarray(self.data[s], dtype=float), np.asarray(self.times[s], dtype=float)) for s in self.data]
+        for x, t in items:
+            if x.size < 4 or np.ptp(t) < x.size:
+                continue  # one batch: no spread in time beyond its own
+            y = np.log(np.abs(x))
+            y = y - np.median(y)
+            mad = 1.4826 * float(np.median(np.abs(y))) or 1e-9
+            y = np.clip(y, -3 * mad, 3 * mad)
+            tc = t - t.mean()
+            num += float(tc @ y)
+            den += float(tc @ tc)
+            resid.append(float(np.var(y)))
+        if den <= 0:
+            return 0.0
+        beta = num / den
+        se2 = (float(np.mean(resid)) if resid else 0.0) / den
+        return beta * max(0.0, 1.0 - se2 / (beta * beta)) if beta else 0.0
+
+    def at_now(self, sha: str, xs: list[float], beta: float) -> list[float]:
+        """``xs`` (the latest ``len(xs)`` samples of ``sha``: all of them, or a reference's most
+        recent) moved to the present along the fitted drift."""
+        if not beta:
+            return xs
+        t = self.times.get(sha, [])
+        ts = t[-len(xs) :] if len(xs) <= len(t) else t
+        now = self.total
+        return [x * math.exp(beta * (now - ti)) for x, ti in zip(xs, ts, strict=False)]
 
     def ensure(self, sha: str, n: int) -> list[float]:
         have = self.data.get(sha, [])
@@ -142,6 +202,7 @@ class _Samples:
             with self.lock:
                 have = self.data.setdefault(sha, []) + [float(x) for x in new]
                 self.data[sha] = have
+                self.times.setdefault(sha, []).extend(range(self.total, self.total + len(new)))
                 self.total += len(new)
         return have
 
@@ -191,6 +252,21 @@ def _llr(good: list[float], bad: list[float], c: list[float], clip: float) -> fl
     return float(np.clip(log_kde(b) - log_kde(g), -clip, clip).sum())
 
 
+def _llr_t(good: list[float], bad: list[float], c: list[float], clip: float, df: float = 4.0) -> float:
+    """Sum over c's samples of log f_bad(x) - log f_good(x), each f a Student-t (heavy tails: an
+    outlier moves the sum little) at the reference's median with the two references' pooled robust
+    sd; each term clipped to +-``clip``."""
+    g, b, x = np.asarray(good), np.asarray(bad), np.asarray(c)
+    mg, mb = float(np.median(g)), float(np.median(b))
+    sd = noise_sd(g, b) or 1e-3 * abs(mg) or 1e-9
+
+    def logf(mu: float) -> np.ndarray:
+        z = (x - mu) / sd
+        return -(df + 1) / 2 * np.log1p(z * z / df)
+
+    return float(np.clip(logf(mb) - logf(mg), -clip, clip).sum())
+
+
 def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectConfig, at_cap: bool):
     """(verdict or None for 'more samples', p vs good, p vs bad, confident).
 
@@ -204,7 +280,7 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     frac = (float(np.median(c)) - g_med) / span if span else 0.0  # 0 = at good, 1 = at bad
     vg = compare(good, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
     vb = compare(bad, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
-    llr = _llr(good, bad, c, cfg.llr_clip)
+    llr = (_llr_t if cfg.llr_model == "t" else _llr)(good, bad, c, cfg.llr_clip)
     bound = float(np.log(1.0 / cfg.alpha))
     # The likelihood ratio assumes c looks like one of the two references; a level in between
     # (several steps) would fool it, so it may only conclude where a rank test agrees.
@@ -217,7 +293,10 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     if (
         sprt_good
         or (vg.verdict == "same" and frac < cfg.min_effect_fraction)  # "same" at a few samples is weak
-        or (vb.verdict == "different" and frac < cfg.min_effect_fraction and vg.verdict != "different")
+        # Clearly not at bad and below the smallest step that counts: the good side of this step,
+        # even when it differs from good (a smaller step elsewhere in the range: astroid's real
+        # case sits 20 % above good under a 4x step, and no sample count ever made it "same").
+        or (vb.verdict == "different" and frac < cfg.min_effect_fraction)
     ):
         return "good", vg.p_value, vb.p_value, True
     if at_cap:
@@ -459,15 +538,19 @@ def _decide(sha: str, good: str, bad: str, samples: _Samples, cfg: BisectConfig)
         except ProbeError:
             return "skip", len(samples.data.get(sha, [])), None, None, True
         # The references grow with the probe once it outgrows them (rank tests stay balanced).
-        w = max(samples.ref_n, n)
+        have = min(len(samples.data.get(good, [])), len(samples.data.get(bad, [])))
+        w = max(samples.ref_n, n) if n <= have else min(max(n, math.ceil(have * cfg.ref_growth)), cfg.max_samples)
         g = _reference(samples, good, "good", w)
         b = _reference(samples, bad, "bad", w)
         if cfg.ref_refresh:  # only their latest: the older ones were taken at another level
             g, b = g[-w:], b[-w:]
+        if cfg.detrend:
+            beta = samples.drift()
+            g, b, c = samples.at_now(good, g, beta), samples.at_now(bad, b, beta), samples.at_now(sha, c, beta)
         verdict, p_g, p_b, confident = _classify(g, b, c, cfg, at_cap=n >= cfg.max_samples)
         if verdict is not None:
             return verdict, len(c), p_g, p_b, confident
-        n = min(n + max(cfg.step_samples, n // 2), cfg.max_samples)
+        n = min(n + max(cfg.step_samples, int(n * cfg.step_growth)), cfg.max_samples)
 
 
 def _sandwich(c: Culprit, samples: _Samples, max_n: int) -> None:

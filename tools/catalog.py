@@ -15,9 +15,20 @@ from pydantic import BaseModel, Field
 
 from tools.bench import BenchConfig, BenchResult, run_bench
 from tools.bisect import BisectConfig, BisectResult, bisect
-from tools.git import CliGit, CommitInfo, DiffStat, GitStatus, ReflogEntry, RevertPlan, ShowStat, open_repo
+from tools.git import (
+    CliGit,
+    CommitInfo,
+    DiffStat,
+    GitStatus,
+    ReflogEntry,
+    RevertCommit,
+    RevertPlan,
+    ShowStat,
+    open_repo,
+)
 from tools.host import Host, LocalHost
 from tools.measure import MeasureCache, Measurement, Measurer, State, Workload
+from tools.pins import PinMove
 from tools.registry import tool
 from tools.stats import Comparison
 
@@ -72,9 +83,11 @@ class ToolContext:
         )
 
     def close(self) -> None:
-        """Stop the measurer's warm servers (if it was ever opened)."""
+        """Stop the measurer's warm servers and end the repository's git readers (those opened)."""
         if "measurer" in self.__dict__:
             self.measurer.close()
+        if "git" in self.__dict__:
+            self.git.close()
 
 
 class NoArgs(BaseModel):
@@ -241,6 +254,31 @@ def git_diff_stat(ctx: ToolContext, args: DiffArgs) -> DiffStat:
 def git_show_stat(ctx: ToolContext, args: RefArgs) -> ShowStat:
     """One commit: subject, body, author, date and the files it touched (git show --stat)."""
     return ctx.git.show_stat(args.ref)
+
+
+class PinMoves(BaseModel):
+    moves: list[PinMove]
+
+
+@tool("git_pin_moves", "read")
+def git_pin_moves(ctx: ToolContext, args: TwoRefs) -> PinMoves:
+    """Versions pinned in requirement or lock files that moved between two refs (a to b)."""
+    return PinMoves(moves=ctx.git.pin_moves(args.a, args.b))
+
+
+class RevertsArgs(BaseModel):
+    sha: str
+    head: str = "HEAD"
+
+
+class Reverts(BaseModel):
+    commits: list[RevertCommit]
+
+
+@tool("git_reverts_of", "read")
+def git_reverts_of(ctx: ToolContext, args: RevertsArgs) -> Reverts:
+    """The later commits (up to head) whose message says they revert a commit, newest first."""
+    return Reverts(commits=ctx.git.reverts_of(args.sha, args.head))
 
 
 @tool("git_merge_base", "read")

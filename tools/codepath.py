@@ -12,7 +12,8 @@ still counts as executed) and so never prunes a commit that could matter; it nee
 the server's environment and no ``sitecustomize`` of ours shadowing the user's own.
 
 Kept, whatever the trace says: build and dependency files, native sources (a kernel is executed
-without an import line), anything that is neither Python nor documentation, and Python files
+without an import line), anything that is neither Python nor documentation, a text file inside an
+imported package (data it may read: a ``.txt`` there is not documentation), and Python files
 that exist at neither traced end (nothing can be said about them).
 """
 
@@ -28,6 +29,14 @@ from pydantic import BaseModel
 from tools.files import write_json_atomic
 
 TRACE_ENV = {"PYTHONPROFILEIMPORTTIME": "1"}
+# A benchmark command's one traced run (not a sample, its output read for nothing else) also runs
+# verbose: ``PYTHONPROFILEIMPORTTIME`` times only imports made by an import statement or
+# ``__import__``, so a module loaded by ``importlib.import_module`` (plugins, model registries,
+# kernel packages) prints no line of its own; the verbose ``import 'name' # loader`` line comes
+# from the loader itself, whatever asked for the module. A server's log is not made verbose: its
+# exit would end in a thousand cleanup lines after the traceback a failed launch is read by.
+COMMAND_TRACE_ENV = {**TRACE_ENV, "PYTHONVERBOSE": "1"}
+_LOADED_LINE = re.compile(r"^import '([\w.]+)' # ")
 MAIN_GUARD = r"__name__ *== *.__main__."  # a file run as a script (git grep -E)
 _IMPORT_LINE = re.compile(r"^import time:\s+\d+\s*\|\s*\d+\s*\|\s*(\S+)\s*$")
 
@@ -60,8 +69,13 @@ class CommitPath(BaseModel):
 
 
 def imported_modules(text: str) -> set[str]:
-    """The modules named by ``PYTHONPROFILEIMPORTTIME`` lines in a log or a command's stderr."""
-    return {m.group(1) for line in text.splitlines() if (m := _IMPORT_LINE.match(line.strip()))}
+    """The modules named by ``PYTHONPROFILEIMPORTTIME`` lines (and ``PYTHONVERBOSE``'s loader
+    lines, where a traced command printed them) in a log or a command's stderr."""
+    out = set()
+    for line in text.splitlines():
+        if m := _IMPORT_LINE.match(line.strip()) or _LOADED_LINE.match(line):
+            out.add(m.group(1))
+    return out
 
 
 def entry_modules(command: str) -> tuple[set[str], set[str]]:
@@ -104,6 +118,19 @@ def _kind(path: str) -> str:
     return "other"
 
 
+def _imported_package(path: str, modules: set[str]) -> str | None:
+    """The imported package ``path`` lies in (any folder above it), or None. A ``.txt`` or
+    ``.json`` beside a package's modules is data it may read (a tokenizer's character tables, a
+    model's config), not documentation: sacremoses' 15x slowdown was a commit touching only
+    ``sacremoses/data/*.txt``."""
+    parents = PurePosixPath(path).parent.parts
+    for n in range(len(parents), 0, -1):
+        folder = "/".join(parents[:n])
+        if imported(f"{folder}/__init__.py", modules):
+            return folder
+    return None
+
+
 def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], present: set[str]) -> CommitPath:
     """Prune ``sha`` when every file it touches is documentation, or Python that exists at a
     traced end and was imported at neither (``modules``: the union of both ends' imports)."""
@@ -121,6 +148,8 @@ def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], pres
             why_kept.append(f"{f} is a {kind} file")
         elif kind == "other":
             why_kept.append(f"{f} may be read at run time")
+        elif kind == "docs" and (pkg := _imported_package(f, modules)):
+            why_kept.append(f"{f} is data inside the imported package {pkg}")
     if why_kept:
         return CommitPath(sha=sha, files=files, pruned=False, reason="; ".join(why_kept[:3]))
     kinds = sorted({_kind(f) for f in files})

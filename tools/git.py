@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from tools.host import Host, LocalHost, RunResult
+from tools.pins import PinMove, is_pin_file, moves
 
 ZERO_SHA = "0" * 40
 WORKTREE_PREFIX = "/tmp/sleuth-wt-"
@@ -141,6 +143,13 @@ def _parse_reflog_file(text: str, ref: str) -> list[ReflogEntry]:
     return out
 
 
+class RevertCommit(BaseModel):
+    """A commit that reverts another (by its message)."""
+
+    sha: str
+    subject: str
+
+
 class GitRepo(Protocol):
     path: str
 
@@ -163,6 +172,9 @@ class CliGit:
         top = self.host.run(["git", "-C", self.path, "rev-parse", "--show-toplevel"], timeout=timeout)
         if not top.ok:
             raise GitError(f"{self.path} is not a git repository (on {self.host.name})")
+
+    def close(self) -> None:
+        """Nothing to end: every call is its own ``git`` process."""
 
     def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> RunResult:
         res = self.host.run(["git", "-C", self.path, *args], env=env, timeout=self.timeout)
@@ -290,6 +302,39 @@ class CliGit:
                 paths[sha].append(line.strip())
         return paths
 
+    def reverts_of(self, sha: str, head: str = "HEAD") -> list[RevertCommit]:
+        """The commits of sha..head whose message says they revert ``sha`` (``git revert``'s
+        "This reverts commit SHA.", the full SHA or an abbreviation), newest first."""
+        full, tip = self.rev_parse(sha), self.rev_parse(head)
+        out = self.git(
+            "log", "--format=%H%x00%s%x00%B%x1e", "-F", f"--grep=This reverts commit {full[:7]}", f"{full}..{tip}"
+        ).stdout
+        found = []
+        for record in out.split("\x1e"):
+            if not record.strip():
+                continue
+            rev, subject, body = record.strip("\n").split("\x00", 2)
+            # The abbreviation matched; the SHA the message names must be this one, not another
+            # commit sharing its first seven digits.
+            named = re.findall(r"This reverts commit ([0-9a-f]{7,40})", body)
+            if any(full.startswith(n) for n in named):
+                found.append(RevertCommit(sha=rev, subject=subject))
+        return found
+
+    def file_at(self, ref: str, path: str) -> str | None:
+        """A file's text at ``ref``; None where ``ref``'s tree has no such file."""
+        res = self.git("show", f"{self.rev_parse(ref)}:{path}", check=False)
+        return res.stdout if res.ok else None
+
+    def pin_moves(self, good: str, bad: str) -> list[PinMove]:
+        """The pinned versions that moved between ``good`` and ``bad`` in every requirement or
+        lock file either tree has that a commit of the range touched (``tools.pins``)."""
+        touched = {f for files in self.changed_paths(good, bad).values() for f in files if is_pin_file(f)}
+        out: list[PinMove] = []
+        for path in sorted(touched):
+            out += moves(path, self.file_at(good, path), self.file_at(bad, path))
+        return out
+
     def ls_files(self, ref: str) -> set[str]:
         """Every file path in ``ref``'s tree."""
         return set(self.git("ls-tree", "-r", "--name-only", self.rev_parse(ref)).stdout.splitlines())
@@ -344,9 +389,15 @@ class CliGit:
             self.git("worktree", "add", "--detach", "--quiet", path, sha)
             yield path
         finally:
-            self.git("worktree", "remove", "--force", path, check=False)
-            self.host.run(["rm", "-rf", path], timeout=self.timeout)
+            self._drop_worktree(path)
             self.git("worktree", "prune", check=False)
+
+    def _drop_worktree(self, path: str) -> None:
+        """Remove a scratch worktree and its files. ``--force`` twice: ``git worktree add`` locks the
+        new worktree ("initializing") until it has checked out, so one interrupted there (SIGTERM
+        mid-add) is locked, and a locked worktree survives ``remove --force`` and ``prune``."""
+        self.git("worktree", "remove", "--force", "--force", path, check=False)
+        self.host.run(["rm", "-rf", path], timeout=self.timeout)
 
     def remove_stale_worktrees(self) -> list[str]:
         """Remove scratch worktrees whose owning process is gone (it was killed mid-probe)."""
@@ -359,8 +410,7 @@ class CliGit:
             owner = path[len(WORKTREE_PREFIX) :].split("-", 1)[0]
             if owner.isdigit() and self.host.run(["kill", "-0", owner], timeout=30).ok:
                 continue  # its process is alive: in use
-            self.git("worktree", "remove", "--force", path, check=False)
-            self.host.run(["rm", "-rf", path], timeout=self.timeout)
+            self._drop_worktree(path)
             removed.append(path)
         if removed:
             self.git("worktree", "prune", check=False)
@@ -394,7 +444,7 @@ class CliGit:
         """MUTATE (after approval): create a branch at the prepared revert. Returns the branch name."""
         if plan.revert_sha is None:
             raise GitError(f"the revert of {plan.culprit[:10]} conflicts; nothing to land")
-        name = branch or f"sleuth/revert-{plan.culprit[:10]}"
+        name = branch or revert_branch(plan.culprit)
         there = self.git("rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}", check=False)
         if there.ok and there.stdout.strip() == plan.revert_sha:
             return name  # landed already (an approval killed after it landed, run again): nothing to do
@@ -402,6 +452,12 @@ class CliGit:
         if not res.ok:
             raise GitError(f"cannot create branch '{name}' in {self.path}: {res.stderr.strip()}")
         return name
+
+
+def revert_branch(*refs: str) -> str:
+    """The branch an approved revert lands on by default: ``sleuth/revert-SHA10``, or for a chain
+    of reverts every commit's, ``sleuth/revert-A10-B10``."""
+    return "sleuth/revert-" + "-".join(r[:10] for r in refs)
 
 
 def _numstat(line: str) -> FileStat:
@@ -434,6 +490,11 @@ class LocalGit(CliGit):
         except (gitpython.exc.InvalidGitRepositoryError, gitpython.exc.NoSuchPathError) as exc:
             raise GitError(f"{path} is not a git repository") from exc
         super().__init__(path, LocalHost())
+
+    def close(self) -> None:
+        """End GitPython's persistent ``git cat-file`` processes (a long-lived caller, the service
+        or a test process running hunts in-process, would otherwise keep two per repository)."""
+        self.repo.close()
 
     def _commit(self, ref: str):
         import git as gitpython

@@ -42,11 +42,11 @@ from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
-from tools.codepath import TRACE_ENV, ImportTraces, imported_modules
+from tools.codepath import COMMAND_TRACE_ENV, TRACE_ENV, ImportTraces, imported_modules
 from tools.files import write_json_atomic
 from tools.git import CliGit
 from tools.host import Host, HostError
@@ -142,13 +142,13 @@ class Cost(BaseModel):
     say what one launch costs in samples, which sizes an A/B on a one-slot host
     (``Runtime.ab_samples``)."""
 
-    launches: int = 0
-    samples: int = 0
-    device_s: float = 0.0
-    build_s: float = 0.0
-    launch_s: float = 0.0
-    sample_s: float = 0.0
-    busy_wait_s: float = 0.0  # waiting for GPUs another process held (``Measurer.busy_wait_s``)
+    launches: int = Field(0, description="servers started (a benchmark command launches nothing)")
+    samples: int = Field(0, description="benchmark samples taken")
+    device_s: float = Field(0.0, description="wall seconds with a server up or a benchmark command running")
+    build_s: float = Field(0.0, description="seconds in the per-probe setup (a build)")
+    launch_s: float = Field(0.0, description="seconds from checkout to healthy, summed over launches")
+    sample_s: float = Field(0.0, description="seconds spent sampling")
+    busy_wait_s: float = Field(0.0, description="seconds waiting for GPUs another process held (Measurer.busy_wait_s)")
 
     def minus(self, before: Cost) -> Cost:
         return Cost(
@@ -342,8 +342,7 @@ class Measurer:
         if known is not None:  # a state that did not serve or build once is not tried again in this run
             raise type(known)(state.label, state.ref, known.how, known.failure, known.log)
         while len(self._warm) >= self.slots:
-            _key, old = self._warm.popitem(last=False)
-            old.close()
+            self._retire(next(iter(self._warm)))
         stack = ExitStack()
         try:
             t0, waited = time.monotonic(), self.cost.busy_wait_s
@@ -356,18 +355,23 @@ class Measurer:
                 up = time.monotonic()
                 stack.callback(lambda: self._add_device(time.monotonic() - up))
                 launched = _Launched(stack, lambda: self._run_command(wt, workload, state))
+            self._warm[key] = launched  # known before anything else can interrupt: closed on the way out
             # What a launch costs, without the time spent waiting for another process's GPUs.
             self._launch_s.append(time.monotonic() - t0 - (self.cost.busy_wait_s - waited))
             self.cost = self.cost.plus(Cost(launch_s=self._launch_s[-1]))
         except BaseException:
             stack.close()
+            self._warm.pop(key, None)
             raise
-        entry["launches"] += 1
         groups = entry.setdefault("groups", [])
         if sum(groups) < len(entry["samples"]):  # samples cached before launches were counted
             groups.append(len(entry["samples"]) - sum(groups))
-        groups.append(0)
-        self.cost = self.cost.plus(Cost(launches=1))
+        if workload.command is None:
+            entry["launches"] += 1
+            groups.append(0)
+            self.cost = self.cost.plus(Cost(launches=1))
+        # A benchmark command launches nothing: each sample is its own process (``_take`` gives it
+        # a group of its own, so no launch design effect is assumed) and a checkout is not a launch.
         return launched
 
     def _sampled(self, seconds: float) -> None:
@@ -474,7 +478,7 @@ class Measurer:
             cmd = cmd.replace("{out}", shlex.quote(f"{wt}/.sleuth-trace-{uuid.uuid4().hex[:8]}.json"))
             t0 = time.monotonic()
             res = self.host.run(
-                cmd, cwd=wt, env=TRACE_ENV, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
+                cmd, cwd=wt, env=COMMAND_TRACE_ENV, timeout=self._bound(self.sample_timeout(self.health_timeout_s))
             )
             self._add_device(time.monotonic() - t0)
         if res.timed_out and self._at_deadline():
@@ -569,28 +573,30 @@ class Measurer:
         if n <= 0:
             return
         key = self._key(state, workload)
-        launched = self._warm.pop(key, None)
-        if launched is not None and fresh:
-            launched.close()
-            launched = None
-        if launched is None:
+        if key in self._warm and fresh:
+            self._retire(key)
+        if key in self._warm:
+            self._warm.move_to_end(key)  # most recent last
+            launched = self._warm[key]
+        else:
             launched = self._start(key, state, workload, entry)
-        self._warm[key] = launched  # most recent last
         try:
             for _ in range(n):
                 if self._at_deadline():
                     raise Deadline(f"the wall-time budget ran out while sampling {state.label}")
                 value, verify = launched.sample()
                 entry["samples"].append(value)
-                entry["groups"][-1] += 1
+                if workload.command is None:
+                    entry["groups"][-1] += 1
+                else:
+                    entry["groups"].append(1)
                 if verify is not None:
                     entry["verify_ms"].append(verify)
                 self.cost = self.cost.plus(Cost(samples=1))
                 if on_sample:
                     on_sample(state.label, value)
         except BaseException as exc:
-            self._warm.pop(key, None)
-            launched.close()
+            self._retire(key)
             if isinstance(exc, StateFailure) and key not in self.broken:
                 self.broken[key] = exc
             raise
@@ -604,8 +610,16 @@ class Measurer:
         """Stop every warm server (and remove its worktree)."""
         with self._lock:
             while self._warm:
-                _key, launched = self._warm.popitem(last=False)
-                launched.close()
+                self._retire(next(iter(self._warm)))
+
+    def _retire(self, key: str) -> None:
+        """Stop a warm state's server and remove its worktree, then forget it: in that order, so a
+        signal landing in between leaves it known, and ``close`` on the way out finishes the job
+        (closing twice is harmless)."""
+        launched = self._warm.get(key)
+        if launched is not None:
+            launched.close()
+            self._warm.pop(key, None)
 
     def __enter__(self) -> Measurer:
         return self

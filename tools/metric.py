@@ -40,9 +40,16 @@ class MetricError(ValueError):
     """The benchmark's output does not hold the named metric (one line, for the probe's error)."""
 
 
+# The statistic at the end of a path says nothing about the direction: aiperf writes
+# ``time_to_first_token.p50``, guidellm ``...time_to_first_token_ms.successful.median``.
+_STATISTIC = re.compile(r"^(p\d+|avg|mean|median|min|max|std|sum|successful|total|value|percentiles|\d+|)$", re.I)
+
+
 def higher_is_better(name: str) -> bool | None:
-    """The direction of a metric known by its name, or None when the name does not say."""
-    leaf = re.split(r"[.\[\]]", name.strip())[-1] or name
+    """The direction of a metric known by its name, or None when the name does not say: the last
+    segment of a path that is not a statistic decides."""
+    segments = [p for p in re.split(r"[.\[\]]", name.strip()) if not _STATISTIC.match(p)]
+    leaf = segments[-1] if segments else name
     if _HIGHER.search(leaf):
         return True
     if _LOWER.search(leaf):

@@ -27,10 +27,18 @@ from pydantic import BaseModel
 
 # Run with the launch's setup before it: prints one JSON line.
 SNAPSHOT_PY = r"""
-import importlib.metadata as md, json, os, platform, subprocess
+import importlib.metadata as md, json, os, platform, re, subprocess
+try:  # module -> the distributions that provide it (Python 3.10+)
+    provided = md.packages_distributions()
+except AttributeError:
+    provided = {}
+tops = {}
+for module, names in provided.items():
+    for n in names:
+        tops.setdefault(re.sub(r"[-_.]+", "-", n).lower(), []).append(module)
 dists = {}
 for d in md.distributions():
-    name = (d.metadata["Name"] or "").lower().replace("_", "-")
+    name = re.sub(r"[-_.]+", "-", d.metadata["Name"] or "").lower()
     if not name or name in dists:
         continue  # the first on sys.path wins, as an import would
     path = getattr(d, "_path", None)
@@ -40,7 +48,14 @@ for d in md.distributions():
             when = os.path.getmtime(os.path.join(str(path), f)); break
         except (OSError, TypeError):
             pass
-    dists[name] = {"version": d.version, "location": str(path.parent) if path else "", "installed_at": when}
+    needs = []
+    for req in d.requires or []:
+        if "extra ==" not in req.replace("extra==", "extra =="):
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+            if m:
+                needs.append(re.sub(r"[-_.]+", "-", m.group(1)).lower())
+    dists[name] = {"version": d.version, "location": str(path.parent) if path else "", "installed_at": when,
+                   "top": sorted(set(tops.get(name, []))), "requires": needs}
 try:
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
@@ -87,6 +102,23 @@ class Change(BaseModel):
 def norm(name: str) -> str:
     """PEP 503 normalisation: ``Flash_Infer`` and ``flash-infer`` are one package."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def workload_dists(modules: set[str], provides: dict[str, list[str]], requires: dict[str, list[str]]) -> set[str]:
+    """The distributions a workload runs: those providing a module it imported (by top-level
+    name), and everything they require, transitively (a wheel of native libraries such as
+    NCCL's is loaded by the package that requires it, never imported by name). PEP 503 names."""
+    tops = {m.split(".")[0] for m in modules}
+    # A distribution whose files say nothing of its modules is taken at its name (``foo-bar``: ``foo_bar``).
+    found = {norm(d) for d, names in provides.items() if tops & set(names or [norm(d).replace("-", "_")])}
+    needs = {norm(d): [norm(r) for r in rs] for d, rs in requires.items()}
+    todo = list(found)
+    while todo:
+        for r in needs.get(todo.pop(), []):
+            if r not in found:
+                found.add(r)
+                todo.append(r)
+    return found
 
 
 def snapshot_command(setup_prefix: str) -> str:

@@ -65,6 +65,8 @@ class Comparison(BaseModel):
     # One-sided p-value that the better side beats the other by at least the smallest effect
     # that matters (``shortfall_p``); set by callers that know which side should be better.
     p_shortfall: float | None = None
+    # Why no more samples were taken while the answer is still unknown (the budget that stopped it).
+    stopped: str | None = None
 
 
 def summarize(samples: Sequence[float], confidence: float = 0.95, seed: int = 0) -> Summary:
@@ -133,11 +135,29 @@ def high_threshold(n_a: int, n_b: int, magnitude: float, beta: float = 0.001, tr
     a = rng.normal(0.0, 1.0, size=(trials, n_a))
     b = rng.normal(magnitude, 1.0, size=(trials, n_b))
     mwu = stats.mannwhitneyu(a, b, alternative="two-sided", axis=1).pvalue
+    p = np.minimum(mwu, _ks_rows(a, b))
+    return float(np.quantile(p, 1.0 - beta))
+
+
+def _ks_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``stats.ks_2samp(a, b, axis=1).pvalue``, the same numbers, about 4x faster (2,000 rows at
+    nine size pairs from 2 + 2 to 100 + 80: 0.63 s -> 0.17 s here): the statistic
+    of every row at once, and scipy's p-value once per distinct statistic (it depends on the
+    sizes and the statistic only; a few dozen values among thousands of rows). ``ks_2samp`` with
+    ``axis=1`` loops over rows in Python, and a bisection whose probes grow an eighth at a time
+    meets many sizes: most of a hard bisection's time was these simulations."""
+    n_a, n_b = a.shape[1], b.shape[1]
+    order = np.argsort(np.concatenate([a, b], axis=1), axis=1, kind="stable")
+    from_a = order < n_a
+    gap = np.abs(np.cumsum(from_a, axis=1) * n_b - np.cumsum(~from_a, axis=1) * n_a)
+    h = gap.max(axis=1)  # the statistic times n_a * n_b: an exact integer, so rows group exactly
+    p = np.empty(len(h))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ks = stats.ks_2samp(a, b, axis=1).pvalue
-    p = np.minimum(mwu, ks)
-    return float(np.quantile(p, 1.0 - beta))
+        for value in np.unique(h):
+            rows = np.flatnonzero(h == value)
+            p[rows] = stats.ks_2samp(a[rows[0]], b[rows[0]]).pvalue
+    return p
 
 
 def compare(

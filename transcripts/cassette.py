@@ -9,7 +9,9 @@ the hunt ever learned from the world (``Runtime.observe`` records them). Two way
 - **world** (``sleuth replay RUN --policy P``): another policy asks what it likes. Questions about
   git, the host and tools are answered when the recording holds the same call (name and args);
   measurements come from a pool of the recorded samples of each state (so a different number of
-  samples, or samples asked in a different order, can still be answered). A model's call is
+  samples, or samples asked in a different order, can still be answered); where the pool serves
+  the very samples a recorded call with the same arguments got, that call's whole answer is served
+  (its launch groups and costs too, which the policy's decisions read). A model's call is
   answered only when the recording holds the very same request (the same model shown the same
   messages); otherwise the model is asked. A question the recording cannot answer goes live
   (against the scenario rebuilt from its spec) or, offline,
@@ -55,6 +57,19 @@ def _sides(name: str, args: dict, result: Any) -> list[tuple[dict, Any]]:
         got = result["arms"] if result is not None else [None] * len(args["arms"])
         return list(zip(args["arms"], got, strict=True))
     return [(args[k], result[k] if result is not None else None) for k in ("a", "b")]
+
+
+MEASURING = ("measure", "probe", "measure_pair", "measure_arms")
+
+
+def _samples_of(name: str, result: Any) -> Any:
+    """The samples a measuring call's result holds, per state: what two answers must share to be
+    the same answer (the rest, groups and costs, is how they were taken)."""
+    if name == "measure_arms":
+        return [arm["samples"] for arm in result["arms"]]
+    if name == "measure_pair":
+        return [result[k]["samples"] for k in ("a", "b")]
+    return result["samples"] if isinstance(result, dict) else result
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -169,13 +184,26 @@ class Cassette:
         ans = self._from_world(name, args)
         if ans is not None:
             self.served += 1
-            return ans
+            return self._as_recorded(name, args, ans)
         if name == "llm":  # the model under test is not the world: it answers even offline
             return None
         if not self.live:
             raise Offline(f"--offline: the recording cannot answer {name} {_short(args)}")
         self.went_live += 1
         return None
+
+    def _as_recorded(self, name: str, args: dict, served: Answer) -> Answer:
+        """The recorded answer itself where the same call got the very samples served: with its
+        launch groups, costs and verify times, which a pooled answer lacks and which the policy's
+        decisions read (a launch-aware test, whether launches are dear). Another policy that walks
+        the recorded path then decides as the recorded one did; off it, the pool serves."""
+        if name not in MEASURING:
+            return served
+        want = _samples_of(name, served.result)
+        for _seq, rname, rargs, ans in self.calls:
+            if rname == name and ans.error is None and normal(rargs) == args and _samples_of(name, ans.result) == want:
+                return ans
+        return served
 
     def _from_world(self, name: str, args: dict) -> Answer | None:
         if name in ("git_resolve", "git_prepare_revert") and self.live:

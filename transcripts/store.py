@@ -90,6 +90,21 @@ def default_path() -> Path:
     return base / "perf-sleuth" / "runs.db"
 
 
+def store_file(db: Path | None, must_exist: bool = False) -> Path:
+    """The run store a command opens: ``db`` (``--db``), else ``default_path()``. Raises
+    ``ValueError`` with one line naming where the path came from when it cannot be a store: a
+    folder (SQLite says only "unable to open database file"), or, with ``must_exist``, nothing."""
+    import os
+
+    source = "--db" if db is not None else ("$SLEUTH_DB" if os.environ.get("SLEUTH_DB") else "the default store")
+    path = Path(db) if db is not None else default_path()
+    if path.is_dir():
+        raise ValueError(f"{source}: {path} is a folder, not a run store file (e.g. {path / 'runs.db'})")
+    if must_exist and not path.exists():
+        raise ValueError(f"{source}: {path}: no run store here")
+    return path
+
+
 class StoreLayout(NamedTuple):
     """Where a store's side files live (``layout``)."""
 
@@ -145,6 +160,8 @@ def _has_run_dirs(db: Path, runs: Path) -> bool:
 
 # How long a write waits for another process's write lock before it fails ("database is locked").
 BUSY_TIMEOUT_S = 5.0
+# How often a new store's tables are tried again when another process is making them too.
+SCHEMA_TRIES = 5
 # A file write that fails for want of room (a run's report, the measurement cache, a server log).
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -205,7 +222,22 @@ class Store:
         # once and safe from a SIGKILL of this process; only a power cut can lose the last commits.
         self.db.execute("pragma synchronous = normal")
         self.lock = threading.Lock()
-        self._ensure_schema()
+        self._open_schema()
+
+    def _open_schema(self) -> None:
+        """Two processes that open a new store at once (a hunt and a ``sleuth runs`` polling it)
+        both create its tables: one waits on the other's write lock, which a starved process can
+        hold past the busy timeout, or finds a table made since it looked. Each check is
+        idempotent, so the whole is tried again, a few times, before the error stands."""
+        for attempt in range(SCHEMA_TRIES):
+            try:
+                self._ensure_schema()
+                return
+            except sqlite3.OperationalError as exc:
+                racing = "locked" in str(exc) or "already exists" in str(exc)
+                if not racing or attempt == SCHEMA_TRIES - 1:
+                    raise
+                time.sleep(0.1 * 2**attempt)
 
     def _ensure_schema(self) -> None:
         db = self.db

@@ -1,13 +1,19 @@
 """The dependency hypothesis: a package changed on the host under the server.
 
-Stated when a reference says what the server's Python had when it was good: the newest package
-snapshot a hunt on this repo and host stored while measuring good (every hunt stores one), else
-pip's log on the host (``--pip-log``). With neither, the hypothesis is not stated and the hunt
-says why. Tested by an A/B of now against a launch with the previous versions first on
-``PYTHONPATH``: wheels from the user's wheelhouse (``--wheelhouse``) unpacked into scratch space
-on the host (``tools.packages``); the host's site-packages are never written. Several changed
-packages are localized by halving; the proposal is "pin PKG==OLD" with the exact command, which a
-person approves and runs (nothing is installed automatically).
+Stated only where something recorded a change since the last good measurement here: the newest
+package snapshot a hunt on this repo and host stored while measuring good (every hunt stores one),
+pip's log on the host (``--pip-log``), a requirement or lock file whose pins moved between the good
+commit and HEAD with the environment following them, or the reflog entry that moved HEAD off the
+good commit with the dist-info times after it. A commit's date is not evidence: bisecting old
+history, the environment is always newer than the good commit. Only packages the workload runs are
+suspects (the modules its traced run imported, and what their distributions require). Without
+evidence the category says so in one line and states nothing.
+
+Tested by an A/B of now against a launch with the previous versions first on ``PYTHONPATH``:
+wheels from the user's wheelhouse (``--wheelhouse``) unpacked into scratch space on the host
+(``tools.packages``); the host's site-packages are never written. Several changed packages are
+localized by halving; the proposal is "pin PKG==OLD" with the exact command, which a person
+approves and runs (nothing is installed automatically).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from tools.packages import (
     wheel_name,
     wheel_version,
     with_pythonpath,
+    workload_dists,
 )
 
 CATEGORY = "dependencies"
@@ -54,6 +61,8 @@ def snapshot(hunt: Hunt, rt: Runtime) -> None:
         "driver": got.get("driver"),
         "python": got.get("python"),
         "logged": {} if hunt.target.command else rt.logged_versions(hunt, "now"),
+        "provides": {k: v.get("top") or [] for k, v in got.get("dists", {}).items()},
+        "requires": {k: v.get("requires") or [] for k, v in got.get("dists", {}).items()},
     }
     _logged_vs_installed(hunt, rt)
     if rt.store is not None and rt.cassette is None and hunt.packages["dists"]:  # a replay records nothing new
@@ -87,12 +96,27 @@ def _logged_vs_installed(hunt: Hunt, rt: Runtime) -> None:
 
 
 def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
-    """The packages that changed since the reference (an earlier good hunt's snapshot, else pip's
-    log); none when there is no reference, said on the hunt."""
+    """The packages that changed since the last good measurement here, by the first evidence
+    there is (``_recorded``), narrowed to those the workload runs (``_imported``); none when
+    nothing recorded a change, said on the hunt in one line."""
     now = hunt.packages.get("dists") or {}
     if not now:
         rt.say(hunt, "plan", "dependencies: the launch's Python could not be read; not stated")
         return []
+    found = _recorded(hunt, rt, now)
+    if found is None:
+        return []
+    found = _imported(hunt, rt, found)
+    hunt.package_changes = [c.model_dump() for c in found]
+    return found
+
+
+def _recorded(hunt: Hunt, rt: Runtime, now: dict[str, str]) -> list[Change] | None:
+    """What recorded a change, the first of: an earlier hunt's snapshot that measured good here;
+    pip's log (``--pip-log``); a requirement or lock file whose pins moved between the good commit
+    and HEAD, where the environment followed the pin; the reflog entry that moved HEAD off the good
+    commit, with the dist-info times after it. A commit's date is none of these (it says when the
+    code was written, not when it last measured good here). None: no evidence, said."""
     t = hunt.target
 
     def live() -> dict | None:
@@ -100,52 +124,107 @@ def changes(hunt: Hunt, rt: Runtime) -> list[Change]:
 
     ref = rt.observe(hunt, "package_reference", {"repo": t.repo, "host": t.host}, live)
     if ref:
-        found = diff(ref["dists"], _stored(hunt.packages), f"snapshot of run {ref['run']}")
         hunt.package_reference = f"the snapshot of run {ref['run']} (measured good)"
-    elif t.pip_log:
+        return diff(ref["dists"], _stored(hunt.packages), f"snapshot of run {ref['run']}")
+    if t.pip_log:
         res = rt.shell(hunt, f"cat {shlex.quote(t.pip_log)}", timeout=30)
         if res["exit_code"] != 0:
             rt.say(hunt, "plan", f"dependencies: cannot read the pip log {t.pip_log}: {res['stderr'].strip()[:200]}")
-            return []
-        found = from_pip_log(res["stdout"], now)
+            return None
         hunt.package_reference = f"pip's log {t.pip_log}"
-    elif (good := good_time(hunt, rt)) is not None and hunt.packages.get("installed_at"):
-        since, how = good
+        return from_pip_log(res["stdout"], now)
+    good, move = _good_commit(hunt, rt)
+    if good is not None and (pinned := _pinned(hunt, rt, good, now)) is not None:
+        return pinned
+    if (left := _left_good(hunt, rt, good, move)) is not None and hunt.packages.get("installed_at"):
+        since, how = left
         found = installed_since(hunt.packages["installed_at"], now, since)
         hunt.package_reference = f"the dist-info times (installed after {_utc(since)}, {how})"
-        rt.say(
-            hunt,
-            "plan",
-            f"dependencies: no earlier good snapshot, no --pip-log: {len(found)} package(s) installed after "
-            f"{_utc(since)} ({how}), the version each replaced unknown until the index's previous release is fetched",
-        )
-    else:
-        rt.say(
-            hunt,
-            "plan",
-            "dependencies: no reference (no earlier hunt on this host measured good, no --pip-log, no known-good "
-            "time to compare dist-info times with): not stated",
-        )
-        return []
-    hunt.package_changes = [c.model_dump() for c in found]
-    return found
-
-
-def good_time(hunt: Hunt, rt: Runtime) -> tuple[float, str] | None:
-    """When the code was last known good here: the reflog entry that moved HEAD off the known-good
-    commit (the alert's good ref, else the last pull, reset, merge, rebase or checkout), else the
-    known-good commit's own date. Packages installed after it are suspects."""
-    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
-    good = rt.resolve(hunt, hunt.target.good_ref) if hunt.target.good_ref else None
-    entries = reflog.result["entries"] if reflog.ok else []
-    left = last_move(entries) if good is None else next((e for e in entries if e["old_sha"] == good), None)
-    if left is not None:
-        return _epoch(left["time"]), f"when HEAD left {left['old_sha'][:10]}: '{left['action']}'"
-    if good is not None:
-        show = rt.tool("git_show_stat", {"ref": good}, hunt=hunt)
-        if show.ok:
-            return _epoch(show.result["commit"]["date"]), f"the known-good commit {good[:10]}'s date"
+        return found
+    rt.say(
+        hunt,
+        "plan",
+        "dependencies: no evidence of a package change (no earlier good hunt here, no --pip-log, no pin moved "
+        "between the good commit and HEAD, no reflog entry leaving the good commit): no hypothesis",
+    )
     return None
+
+
+def _good_commit(hunt: Hunt, rt: Runtime) -> tuple[str | None, dict | None]:
+    """The known-good commit: the alert's good ref, else where the reflog's last move left; with
+    that move when it is the one (``_left_good`` reads no reflog again)."""
+    if hunt.target.good_ref:
+        return rt.resolve(hunt, hunt.target.good_ref), None
+    reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
+    left = last_move(reflog.result["entries"]) if reflog.ok else None
+    return (left["old_sha"], left) if left else (None, None)
+
+
+def _pinned(hunt: Hunt, rt: Runtime, good: str, now: dict[str, str]) -> list[Change] | None:
+    """The pins that moved between ``good`` and HEAD in the repository's requirement or lock files
+    and that the launch's Python now has installed (the environment followed them). None where no
+    pin moved; moved pins the environment did not follow are said and left out."""
+    rec = rt.tool("git_pin_moves", {"a": good, "b": "HEAD"}, hunt=hunt)
+    moved = [m for m in rec.result["moves"] if m["old"] and m["new"]] if rec.ok else []
+    if not moved:
+        return None
+    installed = {norm(k): v for k, v in now.items()}
+    followed = [m for m in moved if installed.get(m["name"]) == m["new"]]
+    if len(followed) < len(moved):
+        other = ", ".join(
+            f"{m['name']} {m['old']} -> {m['new']} (installed: {installed.get(m['name'], 'none')})"
+            for m in moved
+            if m not in followed
+        )
+        rt.say(hunt, "plan", f"dependencies: pins moved that the environment does not follow: {other}")
+    if not followed:
+        return None
+    files = ", ".join(sorted({m["file"] for m in followed}))
+    hunt.package_reference = f"the pins in {files} between {good[:10]} and HEAD"
+    return [Change(name=m["name"], old=m["old"], new=m["new"], source=f"pin in {m['file']}") for m in followed]
+
+
+def _left_good(hunt: Hunt, rt: Runtime, good: str | None, move: dict | None) -> tuple[float, str] | None:
+    """When HEAD left the known-good commit here, by the reflog (``move``, the last pull, reset,
+    merge, rebase or checkout ``_good_commit`` found; for the alert's good ref, the newest entry
+    leaving it): packages installed after it are suspects. None where the reflog never had HEAD at
+    the good commit (a fresh clone at HEAD): then nothing here says when it last measured good."""
+    if good is None:
+        return None
+    if move is None:
+        reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt)
+        entries = reflog.result["entries"] if reflog.ok else []
+        move = next((e for e in entries if e["old_sha"] == good), None)
+    if move is None:
+        return None
+    return _epoch(move["time"]), f"when HEAD left {move['old_sha'][:10]}: '{move['action']}'"
+
+
+def _imported(hunt: Hunt, rt: Runtime, found: list[Change]) -> list[Change]:
+    """Of the changed packages, those the workload runs: distributions providing a module its
+    traced run imported, and what they require (``tools.packages.workload_dists``). A version only
+    the server's log shows is kept (it is what runs). Where no trace can be read, all are kept and
+    that is said."""
+    pip = [c for c in found if not c.name.startswith(LOGGED)]
+    if not pip:
+        return found
+    now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+    traced = rt.workload_imports(hunt, now.ref) if now is not None else {"modules": None, "why": "not measured"}
+    if traced["modules"] is None:
+        rt.say(hunt, "plan", f"dependencies: which packages the workload imports is unknown ({traced['why']})")
+        return found
+    dists = hunt.packages.get("provides") or {}
+    used = workload_dists(set(traced["modules"]), dists, hunt.packages.get("requires") or {})
+    kept = [c for c in found if c.name.startswith(LOGGED) or norm(c.name) in used]
+    left = [c.name for c in pip if norm(c.name) not in used]
+    if left:
+        shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+        rt.say(
+            hunt,
+            "plan",
+            f"dependencies: {len(left)} changed package(s) the workload does not import left out: {shown}",
+        )
+    return kept
 
 
 def _epoch(iso: str) -> float:
@@ -285,7 +364,7 @@ def _localize(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured, o
             return f"localization: only {names} at the old version already recovers it ({numbers})"
         return f"localization: {names} at the old version recovers nothing ({numbers})"
 
-    suspects, now, alone = experiments.halve(hunt, rt, list(group), now, "now", full, state_for, words)
+    suspects, now, alone = experiments.halve(hunt, rt, list(group), now, "now", full, state_for, words, top=old)
     last = suspects[0]
     if len(group) > 1 and alone is None:  # named by elimination: its own A/B must show it too
         m = _measure_old(hunt, rt, [last], f"deps-old {last.subject}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from agent import joint
 from agent.experiments import ab, explains, fmt, set_verdict, setup_prefix
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
@@ -76,6 +77,10 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         _localize_env(hunt, rt, group, now2)
     else:
         set_verdict(group, "refuted", text, [now2.id, without.id])
+        # As when the clean A/B clears them: the variables change nothing, so the history A/B and
+        # the bisection run with them blanked, and the clean HEAD and known-good commit measured
+        # in the clean A/B's experiment (``_three_arms``) are the history A/B's first round.
+        hunt.probe_env = _blanked(group)
 
 
 def _blanked_vs_now(hunt: Hunt, rt: Runtime, label: str, ref: str, env: list[Hypothesis]):
@@ -101,8 +106,18 @@ def _clean_clears(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[
     else:
         cmp, now, clean, text = _blanked_vs_now(hunt, rt, "clean", "HEAD", env)
     if explains(hunt, cmp, clean, now):
-        rt.say(hunt, "localize", f"HEAD with the tuning variables blanked is faster ({text}): each group on its own")
-        return False
+        faster = f"HEAD with the tuning variables blanked is faster ({text})"
+        if not rt.dear_launches(hunt):
+            rt.say(hunt, "localize", f"{faster}: each group on its own")
+            return False
+        said = f"{len(env)} variable(s) and {len(patches)} changed file(s) halved together between its ends"
+        rt.say(hunt, "localize", f"{faster}: {said}")
+        joint.localize(hunt, rt, env, patches, now, clean)
+        if any(x.status == "supported" for x in env + patches):
+            # Its A/B's clean HEAD (every variable blanked) is the bisection's: the history A/B's
+            # first round is the one ``_three_arms`` took, the history judged as the fix leaves it.
+            hunt.probe_env = _blanked(env)
+        return True
     why = f"one A/B for {len(env)} variable(s) and {len(patches)} changed file(s), HEAD with the variables blanked: "
     set_verdict(env + patches, "refuted", why + text, [now.id, clean.id])
     # The variables change nothing that matters: the history A/B and the bisection run with them
@@ -131,15 +146,18 @@ def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
     up from the reproduction: new samples), clean HEAD, the known-good commit and clean HEAD again
     (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
     clean while unknown); the good commit's samples wait for the history test, which takes them as
-    its first round only if the variables turn out to change nothing (``hunt.history_round``)."""
+    its first round once the variables turn out to change nothing (``hunt.history_round``)."""
     blank = _blanked(env)
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     clean = rt.planned(hunt, "clean", "HEAD", env=blank)
     good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=blank)  # type: ignore[arg-type]
     now, clean, good = rt.measure_arms(hunt, [now, clean, good], rt.ab_samples(hunt))
     cmp, now, clean = ab(hunt, rt, now, clean, "now", "clean", better="b", first=True)
-    if not explains(hunt, cmp, clean, now):
-        hunt.history_round = [good.id, clean.id]
+    # The history test takes this round only under the same blanked variables (``probe_env``):
+    # set when the variables turn out to change nothing, here or in their own A/B. Before, a
+    # clean HEAD faster than now (a patch the cause) wasted the good commit's launch and the
+    # history A/B launched both again.
+    hunt.history_round = [good.id, clean.id]
     return cmp, now, clean, fmt(cmp, now, clean, hunt.target.metric)
 
 

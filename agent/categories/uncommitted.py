@@ -77,7 +77,7 @@ def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Meas
             return f"localization: HEAD plus only [{paths}] already reproduces the slowdown ({numbers})"
         return f"localization: HEAD plus this change (with [{paths}]) is as fast as HEAD ({numbers})"
 
-    suspects, head, _alone = halve(hunt, rt, suspects, head, "HEAD", full, state_for, words)
+    suspects, head, _alone = halve(hunt, rt, suspects, head, "HEAD", full, state_for, words, top=now)
     rt.say(hunt, "localize", f"the uncommitted change that matters: {suspects[0].subject}")
 
 

@@ -51,29 +51,40 @@ class ConfigError(ValueError):
 
 
 class ServeTarget(BaseModel):
-    name: str = Field(min_length=1)
-    match: dict[str, str] = Field(min_length=1)
-    repo: str = Field(min_length=1)
-    host: str | None = None
-    ssh_config: str | None = None
-    known_hosts: str | None = None
-    launch: str | None = None
-    benchmark: str | None = None
-    metric: str | None = None
-    good_value: float | None = None
-    lower_is_better: bool | None = None
-    good_ref: str | None = None
-    slots: int | None = Field(default=None, ge=1)
-    launch_timeout: float | None = Field(default=None, gt=0)
-    busy_wait: float | None = Field(default=None, ge=0)
-    setup: str | None = None
-    trace_paths: bool | None = None
-    pip_log: str | None = None
-    wheelhouse: str | None = None
-    policy: str = "methodical"
-    model: str | None = None
-    base_url: str | None = None
-    budget: Budget = Budget()
+    """One ``[[targets]]`` table: which alerts it takes and how to hunt them. What it names wins
+    over the alert's annotations (a Prometheus rule rarely knows the launch command)."""
+
+    name: str = Field(min_length=1, description="what the page and the logs call it")
+    match: dict[str, str] = Field(
+        min_length=1, description="labels an alert must carry, each equal (the first target that matches takes it)"
+    )
+    repo: str = Field(min_length=1, description="the serving stack's checkout, on the host")
+    host: str | None = Field(None, description="ssh alias or user@host[:port]; omitted: this machine")
+    ssh_config: str | None = Field(None, description="an ssh_config file to read the alias from")
+    known_hosts: str | None = Field(None, description="a known_hosts file (host keys are always checked)")
+    launch: str | None = Field(
+        None, description="the server's launch command ({worktree}, {port}); default: annotations.launch_command"
+    )
+    benchmark: str | None = Field(
+        None, description="a benchmark command instead of sleuth bench; default: annotations.benchmark_command"
+    )
+    metric: str | None = Field(None, description="what to hunt (a metric sleuth bench measures); default: the label")
+    good_value: float | None = Field(None, description="the metric before the drop; default: annotations.good_value")
+    lower_is_better: bool | None = Field(None, description="needed when the metric's name does not say")
+    good_ref: str | None = Field(None, description="the known-good ref; default: annotations.good_ref, else the reflog")
+    slots: int | None = Field(default=None, ge=1, description="servers the host holds at once (default 1)")
+    launch_timeout: float | None = Field(default=None, gt=0, description="seconds from launch to healthy")
+    busy_wait: float | None = Field(
+        default=None, ge=0, description="seconds a launch waits for GPUs another process holds"
+    )
+    setup: str | None = Field(None, description="a command run in each probe's worktree before launch (a build)")
+    trace_paths: bool | None = Field(None, description="launches print their imports, so untouched commits are pruned")
+    pip_log: str | None = Field(None, description="pip's log on the host: evidence of when packages changed")
+    wheelhouse: str | None = Field(None, description="a folder of old wheels to A/B packages against")
+    policy: str = Field("methodical", description="methodical, bisect-only or llm")
+    model: str | None = Field(None, description="the LLM policy's model")
+    base_url: str | None = Field(None, description="the LLM policy's OpenAI-compatible endpoint")
+    budget: Budget = Field(Budget(), description="probes, wall time and samples a hunt may spend")
 
     @model_validator(mode="after")
     def _known_metric(self) -> ServeTarget:
@@ -115,16 +126,22 @@ class ServeTarget(BaseModel):
 
 
 class ServeConfig(BaseModel):
-    token: str | None = None
-    concurrency: int = Field(default=1, ge=1, le=64)
+    """``targets.toml``: the service's settings and its targets."""
+
+    token: str | None = Field(
+        None, description="bearer token for every mutation (else $SLEUTH_TOKEN; none: mutations refused)"
+    )
+    concurrency: int = Field(default=1, ge=1, le=64, description="hunts and approvals at a time")
     # Default false: a hunt dies with the service that started it (SIGTERM: its servers and
     # worktrees are cleaned up), so after a crash the only driver of a run is the one the next
     # service starts, and an operator who kills the service stops the GPU work too. True: hunts
     # outlive a service crash or upgrade (minutes of launches are not thrown away); the next
     # service adopts them, watching until they end, and resumes only runs whose driver is dead.
-    leave_hunts_running: bool = False
-    db: str | None = None
-    targets: list[ServeTarget] = []
+    leave_hunts_running: bool = Field(
+        False, description="true: hunts outlive a service that dies, and the next service adopts them"
+    )
+    db: str | None = Field(None, description="the run store (default $SLEUTH_DB or the XDG data dir)")
+    targets: list[ServeTarget] = Field([], description="the [[targets]] tables, matched in order")
 
     def bearer(self) -> str | None:
         return self.token or os.environ.get("SLEUTH_TOKEN") or None

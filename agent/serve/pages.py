@@ -9,7 +9,7 @@ from functools import cache
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from agent.grouped import group_hypotheses
+from agent.grouped import for_screen, group_hypotheses
 
 LIVE = ("queued", "running", "applying", "rejecting")
 
@@ -40,7 +40,7 @@ def run_page(run: dict, report: str | None) -> str:
             after=verdict.get("after"),
             regression=verdict.get("regression") or {},
             current=current,
-            groups=group_hypotheses(hyps),
+            groups=for_screen(group_hypotheses(hyps)),
             report=report,
             live=run["status"] in LIVE,
         )

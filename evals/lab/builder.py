@@ -130,6 +130,9 @@ class _Tree:
         self.launch_scale = launch_scale
         self.costs = spec.system.kernel_costs()
         self.extra_kernels: dict[str, dict] = {}
+        # Each commit with an id: (sha, subject, its paths' texts before it; None: no such file),
+        # what a later ``reverts`` puts back.
+        self.landed: dict[str, tuple[str, str, dict[str, str | None]]] = {}
         self.variant_used: dict[str, int] = {}
         self.cutlass_added_us: float | None = None
 
@@ -248,6 +251,9 @@ class _History:
 
     def _one(self, c: Commit) -> tuple[str, Commit]:
         self.count += 1
+        if c.reverts is not None:
+            return self._revert(c)
+        before = {e.path: self.tree.files.get(e.path) for e in c.edits}
         for k, edit in enumerate(c.edits):
             self.tree.apply(edit, salt=f"{self.seed}:{self.count}:{k}")
         self.tree.write(self.root, sorted({e.path for e in c.edits}))
@@ -255,7 +261,31 @@ class _History:
         when = self.tick()
         msg = [c.subject or ""] + (["-m", c.body] if c.body else [])
         self.git("commit", "-q", "-m", *msg, when=when, author=c.author)
-        return self.git("rev-parse", "HEAD"), c
+        sha = self.git("rev-parse", "HEAD")
+        if c.id:
+            self.tree.landed[c.id] = (sha, c.subject or "", before)
+        return sha, c
+
+    def _revert(self, c: Commit) -> tuple[str, Commit]:
+        """``git revert`` of an earlier commit of the spec, as a person runs it: its paths as they
+        were before it, the message git writes. Reverting a revert re-lands the first."""
+        assert c.reverts is not None
+        sha, subject, before = self.tree.landed[c.reverts]
+        undone = {p: self.tree.files.get(p) for p in before}
+        for path, text in before.items():
+            if text is None:
+                self.tree.files.pop(path, None)
+                (self.root / path).unlink(missing_ok=True)
+            else:
+                self.tree.files[path] = text
+        self.tree.write(self.root, [p for p, t in before.items() if t is not None])
+        self.git("add", "-A")
+        title = f'Revert "{subject}"'
+        self.git("commit", "-q", "-m", title, "-m", f"This reverts commit {sha}.", when=self.tick(), author=c.author)
+        new = self.git("rev-parse", "HEAD")
+        if c.id:
+            self.tree.landed[c.id] = (new, title, undone)
+        return new, c.model_copy(update={"subject": title})
 
 
 def _kind_of_commit_change(sha: str, c: Commit) -> Change:

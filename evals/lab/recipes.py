@@ -25,7 +25,7 @@ class Kernel:
     klass: str  # compute (scales with SM clock) | comm (PCIe link) | host (CPU side)
 
 
-# The calibration defaults; see docs/scenarios.md for how they add up to the seed's numbers.
+# The calibration defaults; see docs/reference/lab-recipes.md for how they add up to the seed's numbers.
 KERNELS: dict[str, Kernel] = {
     "attention_decode_triton": Kernel(40, "compute"),
     "attention_extend_triton": Kernel(50, "compute"),

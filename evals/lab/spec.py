@@ -3,7 +3,7 @@
 Everything a scenario can vary is here: calibration of the system, the history before the
 known-good point, the changes after it (pulled or committed), uncommitted patches, env vars,
 launch flags, a dependency version, the hardware state, the alert and the truth. See
-``docs/scenarios.md`` for the reference; ``load_spec`` turns any problem into one line naming
+``docs/reference/lab-recipes.md`` for the reference; ``load_spec`` turns any problem into one line naming
 the file and the field.
 """
 
@@ -99,7 +99,9 @@ class Edit(_Strict):
 
 
 class Commit(_Strict):
-    """A commit; ``filler = N`` instead expands to N generated harmless commits."""
+    """A commit; ``filler = N`` instead expands to N generated harmless commits; ``reverts = ID``
+    is ``git revert`` of an earlier commit of the spec (its files as they were before it, the
+    message "Revert "SUBJECT"" / "This reverts commit SHA."), a revert of a revert re-lands it."""
 
     id: str | None = None
     subject: str | None = None
@@ -107,12 +109,16 @@ class Commit(_Strict):
     author: str = "Dev Contributor <dev@minisglang.example>"
     edits: list[Edit] = []
     filler: int | None = Field(default=None, ge=1, le=5000)
+    reverts: str | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Commit:
         if self.filler is not None:
-            if self.subject or self.edits or self.id:
+            if self.subject or self.edits or self.id or self.reverts:
                 raise ValueError("a filler entry takes only 'filler'")
+        elif self.reverts is not None:
+            if self.subject or self.edits:
+                raise ValueError("a revert takes its subject and files from the commit it reverts")
         elif not self.subject or not self.edits:
             raise ValueError("a commit needs a subject and at least one edit")
         if not re.fullmatch(r"[^<>]+ <[^<>]+>", self.author):
@@ -361,6 +367,16 @@ class Scenario(_Strict):
         names = [d.name for d in self.dependency]
         if len(set(names)) != len(names):
             raise ValueError(f"dependency: a package is named twice ({', '.join(names)})")
+        return self
+
+    @model_validator(mode="after")
+    def _reverts_earlier(self) -> Scenario:
+        seen: set[str] = set()
+        for c in [*self.history.commits, *self.pulled, *self.committed]:
+            if c.reverts is not None and c.reverts not in seen:
+                raise ValueError(f"reverts: '{c.reverts}' is not the id of an earlier commit")
+            if c.id:
+                seen.add(c.id)
         return self
 
     def change_ids(self) -> list[str]:

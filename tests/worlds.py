@@ -1,0 +1,310 @@
+"""Recorded worlds: hunts recorded once live and served back to the agent in the tests.
+
+A logic test (what the policy decides, how a bisection goes on, what the report says) needs the
+world's answers, not the world: each world here builds a small real repository, hunts it live
+once, and keeps the run (``transcripts.recording``: one JSON object per line) in
+``tests/recordings/NAME.jsonl``. ``tests/test_recorded.py`` replays each strictly (every answer
+from the recording: no repository, no benchmark, no sleep; the same verdict every time) and checks
+its verdict. When the agent's logic changes, a replay diverges and the test says which recording
+and which step; re-record, and review the diff like code:
+
+    .venv/bin/python -m tests.worlds                 # every world
+    .venv/bin/python -m tests.worlds reland noisy    # some
+
+The live versions of these hunts stay in the slow step (``tests/test_reland.py`` and friends
+marked ``slow``) so the live path is still exercised, where load cannot fail a default run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import hunt_bench, sleuth_in_process
+from transcripts.recording import export_run, write_lines
+from transcripts.store import Store
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+
+@dataclass(frozen=True)
+class World:
+    """``hunt(tmp, db)`` builds the world in ``tmp``, hunts it live into the store ``db`` and
+    returns ``(verdict, truth)``: the truth is the root cause its maker knows (``kind`` and, where
+    one thing is named, ``ref``), recorded beside the run as a scorer's truth. ``check`` says more
+    about a verdict (the recorded one in the default run, a live one in the slow step)."""
+
+    hunt: Callable[[Path, Path], tuple[dict, dict]]
+    doc: str
+    check: Callable[[dict], None] = lambda verdict: None
+
+
+def _bench(make: Callable[[Path], tuple[Path, str, str]]) -> Callable[[Path, Path], tuple[dict, dict]]:
+    """A world of a small benchmark-command repository: ``make(tmp)`` gives (repo, good, the slow
+    commit at HEAD)."""
+
+    def hunt(tmp: Path, db: Path) -> tuple[dict, dict]:
+        repo, good, truth = make(tmp)
+        return hunt_bench(repo, good, db), {"kind": "commit", "ref": truth}
+
+    return hunt
+
+
+def _lab(spec_text: Callable[[], str], truth_of: Callable[[dict], dict]) -> Callable[[Path, Path], tuple[dict, dict]]:
+    """A lab scenario hunted from its alert, the user's checkout fingerprinted before and after
+    (a hunt never touches it). ``truth_of(truth.json)`` is the root cause to name."""
+
+    def hunt(tmp: Path, db: Path) -> tuple[dict, dict]:
+        from evals.lab.builder import build
+        from evals.lab.spec import load_spec
+        from tests.test_git_tools import fingerprint
+
+        (tmp / "s.toml").write_text(spec_text())
+        res = build(load_spec(tmp / "s.toml"), tmp / "scenario")
+        before = fingerprint(res.repo)
+        proc = sleuth_in_process("hunt", "--alert", str(res.root / "alert.json"), "--db", str(db), "--json")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert fingerprint(res.repo) == before, "the hunt touched the user's checkout"
+        return json.loads(proc.stdout), truth_of(json.loads((res.root / "truth.json").read_text()))
+
+    return hunt
+
+
+def _reland(tmp: Path) -> tuple[Path, str, str]:
+    from tests.test_reland import _commit, _repo, _revert, _touch
+
+    repo, git = _repo(tmp)
+    good = git("rev-parse", "HEAD")
+    first = _commit(repo, git, "COST = 2.0  # first landing\n", "Cache nothing")
+    _touch(repo, git, 4, "tidy")
+    _revert(git, first)
+    reland = _commit(repo, git, "COST = 2.0  # reworked\n", "Reland: cache nothing")
+    _touch(repo, git, 2, "docs")
+    return repo, good, reland
+
+
+def _fix_reverted(tmp: Path) -> tuple[Path, str, str]:
+    from tests.test_reland import _commit, _repo, _revert, _touch
+
+    repo, git = _repo(tmp)
+    good = git("rev-parse", "HEAD")
+    slow = _commit(repo, git, "COST = 2.0\n", "Check the weights every step")
+    _touch(repo, git, 8, "tidy")
+    fix = _revert(git, slow)
+    unfix = _revert(git, fix)
+    _touch(repo, git, 2, "docs")
+    return repo, good, unfix
+
+
+def _noisy(tmp: Path) -> tuple[Path, str, str]:
+    from tests.test_bench_mode import _noisy_repo
+
+    return _noisy_repo(tmp)
+
+
+def _undone_once(verdict: dict) -> None:
+    assert len(verdict["undone"]) == 1 and verdict["undone"][0]["reverted_by"], verdict["undone"]
+    assert "landed such a step earlier, undone by" in verdict["summary"]
+
+
+def _decided_without_launches(verdict: dict) -> None:
+    history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "supported" and verdict["cost"]["launches"] == 0, history["reason"]
+
+
+def _confirmation_fails(tmp: Path, db: Path) -> tuple[dict, dict]:
+    """One probe lies (a noisy neighbour, say): the first bisection names an innocent docs commit,
+    its revert recovers nothing, and the second bisection, verifying each culprit against its
+    parent with fresh samples, finds the real one, which then passes its confirmation."""
+    from tests.conftest import bench_repo
+    from tests.test_agent import LYING_BENCH
+    from tests.test_git_tools import fingerprint
+
+    repo, git, _ = bench_repo(tmp / "lib")  # its own bench.py unused: the lying one lives outside
+    for i in range(1, 25):
+        (repo / f"note{i}.md").write_text(f"note {i}\n")  # one file each: a revert never conflicts
+        git("add", ".")
+        if i == 20:
+            (repo / "lib.py").write_text("COST = 2.0\n")
+            git("commit", "-qam", "Recompute the table on every call")
+        else:
+            git("commit", "-qm", f"docs: note {i}")
+    culprit = git("rev-parse", "HEAD~4")
+    (tmp / "bench.py").write_text(LYING_BENCH)
+    bench = f"python3 {tmp / 'bench.py'} {tmp / 'lies.json'}"
+    before = fingerprint(repo)
+    # Without code-path pruning: the docs commits would never be probed, so no probe could lie.
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", "HEAD~24", "--bench", bench, "--lower-is-better", "--db", db,
+        "--no-trace-paths", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert json.loads((tmp / "lies.json").read_text())["lies"] >= 3  # the lie was told and heard
+    assert fingerprint(repo) == before
+    return json.loads(proc.stdout), {"kind": "commit", "ref": culprit}
+
+
+def _bisected_again(verdict: dict) -> None:
+    assert verdict["status"] == "awaiting_approval"
+    history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
+    assert "not confirmed" in history["reason"], history["reason"]  # the first culprit, before the second bisection
+
+
+def _patch_spec() -> str:
+    from tests.test_agent import PATCH_SPEC
+
+    return textwrap.dedent(PATCH_SPEC)
+
+
+def _commit_and_patch_spec() -> str:
+    from tests.test_multiple import quiet_spec
+
+    return quiet_spec()
+
+
+def _one_patch_localized(verdict: dict) -> None:
+    history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
+    # The known-good commit measures like HEAD (refuted); under a loaded machine's noise its A/B may
+    # stay unknown through every round, which leaves it inconclusive, never supported.
+    assert history["status"] in ("refuted", "inconclusive") and history["reason"], history
+    others = [h for h in verdict["hypotheses"] if h["category"] == "uncommitted" and "topk" not in h["statement"]]
+    assert len(others) == 3 and all(h["status"] == "refuted" and "localization" in h["reason"] for h in others)
+    assert verdict["proposed_action"]["kind"] == "restore" and verdict["proposed_action"]["status"] == "pending"
+
+
+def _both_named_and_fixed(verdict: dict) -> None:
+    causes = {c["kind"]: c for c in verdict["root_causes"]}
+    assert set(causes) == {"commit", "uncommitted"}
+    assert causes["uncommitted"]["ref"].endswith("layers/moe/topk.py")
+    # Each one's own A/B recovers a part of the drop. (The drop is the alert's good value against
+    # the reproduction: a loaded machine moves that denominator, so the shares, about half each on
+    # a quiet one, are only held to "some, and not both all of it"; under CI's load the commit's
+    # came out at or above 100 % once, the patch's at 21 %.)
+    shares = sorted(c["share_pct"] for c in causes.values())
+    assert shares[0] > 0 and shares[0] < 100, causes
+    action = verdict["proposed_action"]
+    assert action["kind"] == "revert" and action["ref"] == causes["commit"]["ref"]  # the step it can land, first
+    assert "then discard the uncommitted change to python/minisglang/layers/moe/topk.py" in action["detail"]
+
+
+def _commit_and_patch_truth(truth: dict) -> dict:
+    commit = next(c["ref"] for c in truth["root_causes"] if c["kind"] == "commit")
+    return {"kind": "multiple", "refs": [commit, "python/minisglang/layers/moe/topk.py"]}
+
+
+CORE = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core"
+
+
+def _uneven_steps_spec() -> str:
+    return (CORE / "uneven_steps.toml").read_text()
+
+
+def _staircase_spec() -> str:
+    return (CORE / "two_culprits.toml").read_text()
+
+
+def _every_culprit(truth: dict) -> dict:
+    return {"kind": "multiple", "refs": [c["ref"] for c in truth["root_causes"]]}
+
+
+def _each_step_with_its_share(verdict: dict) -> None:
+    # Both steps of one range, each confirmed by its own revert, each with its share; not the first
+    # alone with "the rest is not explained" and a second bisection that ran out of probes.
+    causes = verdict["root_causes"]
+    assert [c["kind"] for c in causes] == ["commit", "commit"], causes
+    assert all(0 < c["share_pct"] < 100 for c in causes), causes  # about 60/40 (uneven), 65/35 (staircase)
+    assert "residual" not in verdict["regression"] and "stopped" not in verdict["summary"], verdict["summary"]
+    # One branch with both reverts (a prepared chain), not the first alone and "then revert" in words.
+    action = verdict["proposed_action"]
+    assert action["kind"] == "revert" and action["ref"] == causes[0]["ref"]
+    assert f"revert {causes[0]['ref']} and {causes[1]['ref']}" in action["detail"], action["detail"]
+    assert action["branch"] == f"sleuth/revert-{causes[0]['ref'][:10]}-{causes[1]['ref'][:10]}", action
+
+
+WORLDS: dict[str, World] = {
+    "reland": World(
+        _bench(_reland), "a slow change landed, reverted, re-landed reworked: the re-land is named", _undone_once
+    ),
+    "fix_reverted": World(
+        _bench(_fix_reverted), "a slow commit, its revert, the revert reverted: the last is named", _undone_once
+    ),
+    "noisy": World(
+        _bench(_noisy),
+        "a 1.2x step under +-25 % noise per sample: the A/B keeps sampling until decided",
+        _decided_without_launches,
+    ),
+    "confirmation_fails": World(
+        _confirmation_fails,
+        "a probe lies, the first culprit fails its confirmation, a verified second bisection finds the real one",
+        _bisected_again,
+    ),
+    "uncommitted_patch": World(
+        _lab(_patch_spec, lambda truth: {"kind": "uncommitted", "ref": truth["root_causes"][0]["ref"]}),
+        "four uncommitted patches, one slow: halving localizes it, the other three refuted, a restore proposed",
+        _one_patch_localized,
+    ),
+    "commit_and_patch": World(
+        _lab(_commit_and_patch_spec, _commit_and_patch_truth),
+        "a slow commit and a slow patch in one drop: both named with their shares, both in the proposal",
+        _both_named_and_fixed,
+    ),
+    "uneven_steps": World(
+        _lab(_uneven_steps_spec, _every_culprit),
+        "two commits far apart share the drop about 60/40: both named from one bisection, each with its share",
+        _each_step_with_its_share,
+    ),
+    "staircase": World(
+        _lab(_staircase_spec, _every_culprit),
+        "a staircase, two steps seven commits apart (about 65/35): both named from one bisection, each with its share",
+        _each_step_with_its_share,
+    ),
+}
+
+
+def matches(truth: dict, root_cause: dict | None, verdict: dict) -> bool:
+    """Does a root cause (``{kind, ref}``: a verdict's, or a replay's) name the truth? A truth of
+    several causes (``refs``) is matched against the verdict's ``root_causes``."""
+    if not root_cause or root_cause.get("kind") != truth["kind"]:
+        return False
+    if "refs" in truth:
+        return sorted(c["ref"] for c in verdict.get("root_causes") or []) == sorted(truth["refs"])
+    return root_cause.get("ref") == truth["ref"]
+
+
+def record(name: str) -> Path:
+    """Hunt the world live once and write its recording (with the truth the test checks)."""
+    with tempfile.TemporaryDirectory(prefix=f"world-{name}-") as tmp:
+        db = Path(tmp) / "r.db"
+        verdict, truth = WORLDS[name].hunt(Path(tmp), db)
+        assert matches(truth, verdict.get("root_cause"), verdict), (truth, verdict.get("root_cause"))
+        WORLDS[name].check(verdict)
+        store = Store(db)
+        try:
+            got = export_run(store, verdict["run_id"])
+        finally:
+            store.close()
+    got["run"]["truth"] = truth  # what the world's maker knows is slow at HEAD
+    RECORDINGS.mkdir(exist_ok=True)
+    path = RECORDINGS / f"{name}.jsonl"
+    write_lines(path, got)
+    return path
+
+
+def main(names: list[str]) -> int:
+    for name in names or list(WORLDS):
+        if name not in WORLDS:
+            print(f"error: no world '{name}' (known: {', '.join(WORLDS)})", file=sys.stderr)
+            return 2
+        path = record(name)
+        print(f"{name}: {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path} "
+              f"({path.stat().st_size // 1024} KiB)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
