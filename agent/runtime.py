@@ -152,7 +152,7 @@ class Runtime:
         self.run_dir = run_dir
         self.target = hunt.target
         self.cassette = cassette
-        self.last_seq: int | None = None  # the last event this runtime wrote
+        self.last_seq: int | None = None  # the last event this runtime wrote (or found written: a resume)
         t = hunt.target
         self.workload = Workload(
             bench=t.workload, metric=t.metric, command=t.command, metric_regex=t.metric_regex, output=t.bench_output
@@ -291,8 +291,11 @@ class Runtime:
     def _event(self, hunt: Hunt, kind: str, text: str, payload: dict, duration: float | None = None) -> None:
         if self.store is None:
             return
-        if isinstance(self.cassette, Resumption) and self.cassette.stored(kind, text, payload):
-            return  # the dead driver recorded this very event before it died: not twice
+        if isinstance(self.cassette, Resumption) and (seq := self.cassette.stored(kind, text, payload)) is not None:
+            # The dead driver recorded this very event before it died: not twice. It is still the
+            # transcript's place (a node re-run wholly from the recording ends its checkpoint there).
+            self.last_seq = seq
+            return
         self.last_seq = self.store.event(hunt.run_id, kind, text, payload, duration)
 
     # -- tools ---------------------------------------------------------------------------------

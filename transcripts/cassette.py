@@ -318,6 +318,7 @@ class Resumption:
         after = [e for e in events if e["seq"] > after_seq and not _is_resume_note(e)]
         self.calls = recorded_calls(after)
         self.events = [_as_stored(e) for e in after]
+        self.seqs = [e["seq"] for e in after]
         self.cursor = self.event_cursor = 0
         self.served = self.skipped = 0
         self.live = self.writing = False
@@ -343,14 +344,17 @@ class Resumption:
     def learn(self, name: str, args: dict, result: Any) -> None:
         """A live answer: nothing to keep (the store records it, as any live call)."""
 
-    def stored(self, kind: str, text: str, payload: Any) -> bool:
-        """Is this event the next one the dead driver recorded (so it is in the store already)?"""
+    def stored(self, kind: str, text: str, payload: Any) -> int | None:
+        """The seq of this event if it is the next one the dead driver recorded (so it is in the
+        store already, not to be written twice); None: it is new, write it. The seq is the event's
+        place in the transcript: a checkpoint taken after it starts there, written twice or not
+        (a node the dead driver had finished, all its events, ends at its last one)."""
         if self.writing or self.event_cursor >= len(self.events):
             self.writing = True
-            return False
+            return None
         if self.events[self.event_cursor] != _emitted(kind, text, payload):
             self.writing = True
-            return False
+            return None
         self.event_cursor += 1
         self.skipped += 1
-        return True
+        return self.seqs[self.event_cursor - 1]
