@@ -22,8 +22,16 @@ from poetry.core.constraints.version import Version, parse_constraint
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 SPECS = [
-    ">=1.2,<2.0", "^1.4", "~2.3.1", "!=1.5.*", ">=0.9,!=1.0.3,<3",
-    "==1.2.*", "<1.0 || >=2.0,<2.5", ">=3.1.4", "!=2.0", "~=1.7",
+    ">=1.2,<2.0",
+    "^1.4",
+    "~2.3.1",
+    "!=1.5.*",
+    ">=0.9,!=1.0.3,<3",
+    "==1.2.*",
+    "<1.0 || >=2.0,<2.5",
+    ">=3.1.4",
+    "!=2.0",
+    "~=1.7",
 ]
 constraints = [parse_constraint(s) for s in SPECS]
 versions = [Version.parse(f"{a}.{b}.{c}") for a in range(4) for b in range(10) for c in range(5)]
