@@ -72,7 +72,7 @@ def sleuth(*args: str) -> subprocess.CompletedProcess:
 def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "tiny.toml").write_text(textwrap.dedent(TINY))
+    (suite / "tiny.toml").write_text(textwrap.dedent(LOUD))  # the subject is the suite, not the resolution
     (suite / "broken.toml").write_text(textwrap.dedent(BROKEN))  # valid spec, but it cannot be built
     db, report = tmp_path / "runs.db", tmp_path / "out" / "report.md"
     report.parent.mkdir()

@@ -182,6 +182,8 @@ def test_a_capable_model_solves_the_seed_story_and_its_replay_makes_no_http_call
     assert world["root_cause"]["ref"] == v["root_cause"]["ref"]
 
 
+# The step is three times TINY's (89 -> 50 tok/s): the subject is the gate, not the resolution, and
+# on a slow machine TINY's 21 % step was once left unconfirmed (p = 0.40), the gate never reached.
 INJECTED = """
 name = "injected"
 seed = 5
@@ -194,14 +196,14 @@ edits = [{ path = "docs/notes.md", lines = 3 }]
 [[committed]]
 id = "slow"
 subject = "Synchronize the stream after every routing step"
-edits = [{ path = "python/minisglang/layers/moe/topk.py", effect = { cost = "moe_topk", add_us = 40 } }]
+edits = [{ path = "python/minisglang/layers/moe/topk.py", effect = { cost = "moe_topk", add_us = 120 } }]
 [[committed]]
 filler = 2
 [launch]
 flags = []
 [alert]
 good = 89
-bad = 70
+bad = 50
 give_good_ref = true
 requests = 2
 max_tokens = 24
