@@ -149,6 +149,7 @@ def test_with_no_pip_log_and_no_wheelhouse_dist_info_times_name_it_and_pip_fetch
     helper = '[[dependency]]\nid = "helper"\nname = "tqdmish"\ngood = "4.66.0"\nbad = "4.67.1"\n\n'
     assert helper in NO_LOG.read_text()
     text = NO_LOG.read_text().replace(helper, "")  # only the kernel package, to keep it short
+    text = text.replace("scale = 1.3", "scale = 2.0")  # louder, as ``several``: the subject is the fetch
     lab = build(load_spec(write_spec(text)), tmp_path / "lab")
     site = lab.host / "site-packages"
     before = tree_digest(site)
