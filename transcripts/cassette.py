@@ -317,8 +317,7 @@ class Resumption:
     def __init__(self, events: list[dict], after_seq: int) -> None:
         after = [e for e in events if e["seq"] > after_seq and not _is_resume_note(e)]
         self.calls = recorded_calls(after)
-        self.events = [_as_stored(e) for e in after]
-        self.seqs = [e["seq"] for e in after]
+        self.events = [(e["seq"], _as_stored(e)) for e in after]  # (its place, what it holds)
         self.cursor = self.event_cursor = 0
         self.served = self.skipped = 0
         self.live = self.writing = False
@@ -352,9 +351,10 @@ class Resumption:
         if self.writing or self.event_cursor >= len(self.events):
             self.writing = True
             return None
-        if self.events[self.event_cursor] != _emitted(kind, text, payload):
+        seq, recorded = self.events[self.event_cursor]
+        if recorded != _emitted(kind, text, payload):
             self.writing = True
             return None
         self.event_cursor += 1
         self.skipped += 1
-        return self.seqs[self.event_cursor - 1]
+        return seq
