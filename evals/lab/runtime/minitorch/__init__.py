@@ -29,8 +29,8 @@ from pathlib import Path
 _PROFILE = json.loads((Path(__file__).parent / "_profile.json").read_text())
 __version__: str = _PROFILE["version"]
 
-# Wall-clock slack (seconds) within which a device that just went idle counts as still busy:
-# covers sleep overshoot and CPU launch gaps, so they do not accumulate into simulated time.
+# Wall-clock slack (seconds): a batch queued within this of the host thread's return from the
+# previous ``synchronize`` runs back to back with it (the host's short launch gap overlaps the device).
 _BACK_TO_BACK_SLACK_S = 0.001
 
 
@@ -96,6 +96,13 @@ class Device:
         self._pending_us = 0.0
         self._pending_since = 0.0  # wall time the first kernel of the pending batch was queued
         self._busy_until = 0.0
+        # (wall time the host thread returned from the last synchronize, wall time the device was
+        # free from then on): see ``synchronize`` for why the two differ.
+        self._returned = (0.0, 0.0)
+        # A kernel's cost per unit of work on this machine (profile x clocks x link x env), worked
+        # out once: the walk of the layers launches hundreds of kernels per step, and its CPU
+        # time has to stay well under the simulated device time on a slow, loaded host.
+        self._unit_us: dict[str, float] = {}
         self._graph_depth = 0
         self.clock_us = 0.0  # simulated device time consumed so far
         self.counting = os.environ.get("MINITORCH_COUNT_KERNELS") == "1"
@@ -107,18 +114,26 @@ class Device:
         major, _, minor = self.info["compute_cap"].partition(".")
         return int(major), int(minor or 0)
 
-    def launch(self, kernel: str, work: float = 1.0) -> None:
-        """Queue one kernel; eager launches also pay the host launch overhead."""
+    def _unit(self, kernel: str) -> float:
         spec = self.kernels.get(kernel)
         if spec is None:
             raise RuntimeError(f"minitorch: no kernel image for '{kernel}' in minitorch {__version__}")
-        cost = spec["us"] * work * self.class_factor[spec["class"]] * self.env_factor.get(kernel, 1.0)
+        unit = spec["us"] * self.class_factor[spec["class"]] * self.env_factor.get(kernel, 1.0)
+        self._unit_us[kernel] = unit
+        return unit
+
+    def launch(self, kernel: str, work: float = 1.0) -> None:
+        """Queue one kernel; eager launches also pay the host launch overhead.
+
+        One host thread issues to the stream (the scheduler's, as in SGLang), so the pending batch
+        needs no lock here; ``synchronize`` runs on that same thread."""
+        unit = self._unit_us.get(kernel)
+        cost = (unit if unit is not None else self._unit(kernel)) * work
         if self._graph_depth == 0:
             cost += self.kernels["launch_overhead"]["us"]
-        with self._lock:
-            if self._pending_us == 0.0:
-                self._pending_since = time.perf_counter()
-            self._pending_us += cost
+        if self._pending_us == 0.0:
+            self._pending_since = time.perf_counter()
+        self._pending_us += cost
         if self.counting:
             self._count(kernel, work)
 
@@ -146,20 +161,29 @@ class Device:
         The device started on the batch when its first kernel was queued (or when it finished the
         previous batch, if later), as a real stream does: the host's walk of the layers overlaps
         the device's work, so a loaded host CPU costs throughput only once that walk outlasts
-        the device time, not from its first millisecond."""
-        with self._lock:
-            us, self._pending_us = self._pending_us, 0.0
-            since = self._pending_since
+        the device time, not from its first millisecond.
+
+        A thread that sleeps until the device is done wakes late on a loaded host (the OS runs it
+        when a core frees up, often milliseconds later). A real host thread spinning on a CUDA
+        event does not, so that oversleep is the emulator's, not the device's: a batch queued
+        right after the thread returns runs from when the device was free, and the oversleep
+        never accumulates into simulated time. A host that is genuinely late (its walk outlasted
+        the device time, so it never slept) still leaves the device idle, as on a real GPU."""
+        us, self._pending_us = self._pending_us, 0.0
+        since = self._pending_since
         if us <= 0:
             return 0.0
         us *= self.launch_factor * max(0.2, self.rng.gauss(1.0, self.noise_cv))
         now = time.perf_counter()
-        if self._busy_until < since - _BACK_TO_BACK_SLACK_S:
-            self._busy_until = since
-        self._busy_until += us * 1e-6 * self.time_scale
-        delay = self._busy_until - now
+        returned, free = self._returned
+        start = free if since - returned <= _BACK_TO_BACK_SLACK_S else since
+        self._busy_until = max(self._busy_until, start) + us * 1e-6 * self.time_scale
+        delay = self._busy_until - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
+            self._returned = (time.perf_counter(), self._busy_until)
+        else:
+            self._returned = (now, now)
         self.clock_us += us
         return us
 
@@ -254,7 +278,8 @@ class _Cuda:
         return True
 
     def launch(self, kernel: str, work: float = 1.0) -> None:
-        self.device().launch(kernel, work)
+        device = self._device
+        (device if device is not None else self.device()).launch(kernel, work)
 
     def synchronize(self) -> float:
         return self.device().synchronize()
