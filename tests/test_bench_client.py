@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -62,6 +64,61 @@ def test_chat_api_and_concurrency(bad_server):
 def test_an_unreachable_endpoint_is_reported_per_request_not_raised():
     res = run_bench(BenchConfig(endpoint="http://127.0.0.1:9/v1", model="m", requests=2, timeout_s=5))
     assert res.errors == 2 and "Connection" in (res.samples[0].error or "")
+
+
+TOKEN = b'data: {"choices": [{"index": 0, "text": "a"}]}\n\n'
+# What a server sends after its first token, and the error each request reports for it.
+BROKEN_STREAMS = {
+    "error event": (b'data: {"error": {"message": "scheduler died", "code": 500}}\n\n', "APIError: scheduler died"),
+    "dropped": (b"", "APIConnectionError"),
+    "not JSON": (b"data: <html>bad gateway</html>\n\n", "malformed stream event"),
+    "status 500": (None, "InternalServerError: Error code: 500"),
+}
+
+
+@pytest.fixture()
+def broken_server(request):
+    """A real HTTP server on 127.0.0.1 that breaks its streams the way ``request.param`` says."""
+    tail, _ = BROKEN_STREAMS[request.param]
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if tail is None:
+                body = b'{"error": {"message": "boom", "type": "InternalServerError"}}'
+                self.send_response(500)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            if tail:  # a clean end: the body ends when the connection closes
+                self.send_header("Connection", "close")
+            else:  # a body promised longer than it is: the server died mid-stream
+                self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(TOKEN + tail)
+            self.wfile.flush()
+            self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("broken_server", list(BROKEN_STREAMS), indirect=True)
+def test_a_broken_stream_is_a_failed_request_with_the_servers_reason(broken_server, request):
+    """A server that dies, errs or answers garbage mid-stream is evidence: each request says why."""
+    expected = BROKEN_STREAMS[request.node.callspec.params["broken_server"]][1]
+    res = run_bench(BenchConfig(endpoint=broken_server, model="m", requests=2, concurrency=2, timeout_s=10))
+    assert res.errors == 2, res.samples
+    assert all(expected in (s.error or "") for s in res.samples), [s.error for s in res.samples]
 
 
 def test_sleuth_bench_cli_prints_json(bad_server):
