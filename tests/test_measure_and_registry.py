@@ -51,15 +51,17 @@ filler = 1
 [[pulled]]
 id = "slow"
 subject = "Run the shared expert on the main stream"
-edits = [{ path = "python/minisglang/models/deepseek_v2.py", effect = { cost = "moe_experts", scale = 1.5 } }]
+edits = [{ path = "python/minisglang/models/deepseek_v2.py", effect = { cost = "moe_experts", scale = 3.0 } }]
 [launch]
 flags = []
 [alert]
 good = 94
-bad = 70
+bad = 50
 [truth]
 culprits = ["slow"]
 """
+# The MoE GEMMs 3x: -47 % quiet. At 1.5x (-18 % quiet) CI's loaded default run measured -8.2 %
+# against the test's -10 %: the subject here is how samples interleave, not a resolution.
 
 
 @pytest.fixture(scope="module")
