@@ -237,7 +237,7 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     itl: list[float] = []
     chunks = 0
     usage: dict | None = None
-    field = "delta" if cfg.api == "chat" else None
+    chat = cfg.api == "chat"
     try:
         with _open(client, cfg, index) as response:
             for event in _events(response):
@@ -247,7 +247,7 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
                 if not choices:
                     continue
                 c = choices[0]
-                text = (c.get(field) or {}).get("content") if field else c.get("text")
+                text = (c.get("delta") or {}).get("content") if chat else c.get("text")
                 if not text:
                     continue
                 now = time.perf_counter()
