@@ -8,29 +8,14 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from agent.graph import Hunter
-from agent.hunt_cmd import target_from_alert
-from agent.state import Budget, Hunt, new_run_id
-from evals.lab.builder import build
-from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, sleuth_in_process
-from tests.test_agent import SMALL as _SMALL
-
-# The small scenario with a culprit three times as strong. The lab's device time is simulated, but
-# the server's Python walk of the layers is real CPU: on a loaded two-core CI machine the walk can
-# outlast a token's device time, and a 40 us cost then disappears into the CPU-bound rate (CI saw a
-# bisect-only hunt find the known-good ref measuring like HEAD). This module is about replay, not
-# sensitivity; a 120 us cost survives a host five times slower than this one.
-assert _SMALL.count("add_us = 40") == 1
-SMALL = _SMALL.replace("add_us = 40", "add_us = 120")
-
-# one worker runs the whole module: its module fixture (a real hunt) is made once, not once per worker
-pytestmark = pytest.mark.xdist_group("replay")
+from tests.worlds import RECORDINGS
+from transcripts.recording import import_run, read_lines
+from transcripts.store import Store
 
 NO_WORLD = """
 import socket, subprocess
@@ -46,19 +31,24 @@ def sleuth(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=300, env=env)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> tuple[Path, str]:
-    """A real hunt of the small scenario, approved in a second process; then the world is deleted."""
-    tmp = tmp_path_factory.mktemp("recorded")
-    (tmp / "small.toml").write_text(textwrap.dedent(SMALL))
-    res = build(load_spec(tmp / "small.toml"), tmp / "scenario")
-    db = tmp / "runs.db"
-    proc = sleuth_in_process("hunt", "--alert", str(res.root / "alert.json"), "--db", str(db), "--json")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    run = json.loads(proc.stdout)["run_id"]
-    assert sleuth_in_process("approve", run, "--db", str(db)).returncode == 0
-    shutil.rmtree(res.root)  # no repo, no servers to launch: only the recording is left
-    return db, run
+def _imported(name: str, db: Path) -> str:
+    """A recorded world (``tests/worlds.py``: hunted live once, re-recorded with ``python -m
+    tests.worlds NAME``) imported into the store ``db``; its run id. Nothing of its world is left:
+    no repository, no host, no server to launch."""
+    got = read_lines(RECORDINGS / f"{name}.jsonl")
+    store = Store(db)
+    try:
+        import_run(store, got)
+    finally:
+        store.close()
+    return str(got["run"]["id"])
+
+
+@pytest.fixture
+def recorded(tmp_path) -> tuple[Path, str]:
+    """A real hunt of the small scenario, approved in a second process (the ``approved`` world)."""
+    db = tmp_path / "runs.db"
+    return db, _imported("approved", db)
 
 
 def test_a_recorded_hunt_replays_identically_without_touching_the_world(recorded, tmp_path):
@@ -79,7 +69,7 @@ def test_a_recorded_hunt_replays_identically_without_touching_the_world(recorded
 
 def test_a_changed_recording_reports_the_first_divergence_and_exits_1(recorded, tmp_path):
     db, run = recorded
-    copy = tmp_path / "runs.db"
+    copy = tmp_path / "changed.db"
     shutil.copy(db, copy)
     con = sqlite3.connect(copy)
     seq, payload = con.execute(
@@ -113,38 +103,20 @@ def test_replay_of_an_unknown_run_or_policy_is_bad_input(recorded):
 
 
 def test_another_policy_against_the_recorded_world(tmp_path):
-    """A bisect-only hunt is recorded; the methodical policy asks more (nvidia-smi, the env, git
-    status): offline that ends the replay, live it is answered by the scenario rebuilt from its
-    spec - the original world is gone - and both replays are runs linked to the recording."""
-    spec = tmp_path / "small.toml"
-    spec.write_text(textwrap.dedent(SMALL))
-    res = build(load_spec(spec), tmp_path / "scenario")
+    """A bisect-only hunt is recorded (the ``bisect_only`` world: its spec stored beside the run,
+    its world gone); the methodical policy asks more (nvidia-smi, the env, git status): offline
+    that ends the replay, live it is answered by the scenario rebuilt from its spec, and both
+    replays are runs linked to the recording."""
     db = tmp_path / "runs.db"
-    hunter = Hunter(db, tmp_path / "runs")
-    hunt = Hunt(
-        run_id=new_run_id(),
-        policy="bisect-only",
-        target=target_from_alert(res.root / "alert.json", None),
-        budget=Budget(max_probes=12),
-    )
-    try:
-        first = hunter.start(hunt, scenario=str(res.root), spec=spec.read_text())
-    finally:
-        hunter.close()
-    culprit = res.truth["root_causes"][0]["ref"]
-    assert first.root_ref == culprit and [h.category for h in first.hypotheses] == ["history"], (
-        first.root_kind,
-        first.root_summary,
-        [(h.id, h.status, h.reason) for h in first.hypotheses],
-    )
-    shutil.rmtree(res.root)
+    run = _imported("bisect_only", db)
+    culprit = read_lines(RECORDINGS / "bisect_only.jsonl")["run"]["truth"]["ref"]
 
-    proc = sleuth_in_process("replay", hunt.run_id, "--policy", "methodical", "--offline", "--db", str(db), "--json")
+    proc = sleuth_in_process("replay", run, "--policy", "methodical", "--offline", "--db", str(db), "--json")
     assert proc.returncode == 1
     offline = json.loads(proc.stdout)
     assert offline["status"] == "failed" and offline["error"].startswith("--offline: the recording cannot answer")
 
-    proc = sleuth_in_process("replay", hunt.run_id, "--policy", "methodical", "--db", str(db), "--json")
+    proc = sleuth_in_process("replay", run, "--policy", "methodical", "--db", str(db), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     live = json.loads(proc.stdout)
     assert live["root_cause"] == {"kind": "commit", "ref": culprit}
@@ -152,7 +124,7 @@ def test_another_policy_against_the_recorded_world(tmp_path):
 
     runs = {r["id"]: r for r in json.loads(sleuth_in_process("runs", "--json", "--db", str(db)).stdout)}
     for replay in (offline, live):
-        assert runs[replay["new_run"]]["parent_run"] == hunt.run_id
+        assert runs[replay["new_run"]]["parent_run"] == run
         assert runs[replay["new_run"]]["policy"] == "methodical"
     assert runs[live["new_run"]]["status"] == "awaiting_approval"
     verdict = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]

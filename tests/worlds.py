@@ -197,6 +197,71 @@ def _commit_and_patch_truth(truth: dict) -> dict:
     return {"kind": "multiple", "refs": [commit, "python/minisglang/layers/moe/topk.py"]}
 
 
+def _small_spec() -> str:
+    """The small scenario of ``tests/test_agent.py`` with a culprit three times as strong (120 us):
+    this world is about replay and export, not sensitivity."""
+    from tests.test_agent import SMALL
+
+    assert SMALL.count("add_us = 40") == 1
+    return textwrap.dedent(SMALL.replace("add_us = 40", "add_us = 120"))
+
+
+def _the_commit(truth: dict) -> dict:
+    return {"kind": "commit", "ref": truth["root_causes"][0]["ref"]}
+
+
+def _approved(tmp: Path, db: Path) -> tuple[dict, dict]:
+    """The small scenario hunted from its alert, then approved in a second process: the recording
+    holds the whole story, the approval, the revert landed on a branch and its re-measure."""
+    verdict, truth = _lab(_small_spec, _the_commit)(tmp, db)
+    proc = sleuth_in_process("approve", verdict["run_id"], "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return _verdict_of(verdict["run_id"], db), truth
+
+
+def _verdict_of(run: str, db: Path) -> dict:
+    """The run's verdict as the store holds it now (``sleuth show RUN --json``)."""
+    proc = sleuth_in_process("show", run, "--json", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)["run"]["verdict"]
+
+
+def _revert_landed_and_recovered(verdict: dict) -> None:
+    action = verdict["proposed_action"]
+    assert verdict["status"] == "concluded" and action["kind"] == "revert" and action["status"] == "applied", action
+    assert verdict["after"]["measurement"] and verdict["after"]["recovered_pct_of_drop"] > 50, verdict["after"]
+
+
+def _bisect_only(tmp: Path, db: Path) -> tuple[dict, dict]:
+    """The small scenario hunted by the bisect-only policy, with the scenario's spec stored beside
+    the run: a replay under another policy rebuilds the world from it and asks it live."""
+    from agent.graph import Hunter
+    from agent.hunt_cmd import target_from_alert
+    from agent.state import Budget, Hunt, new_run_id
+    from evals.lab.builder import build
+    from evals.lab.spec import load_spec
+
+    spec = tmp / "small.toml"
+    spec.write_text(_small_spec())
+    res = build(load_spec(spec), tmp / "scenario")
+    hunt = Hunt(
+        run_id=new_run_id(),
+        policy="bisect-only",
+        target=target_from_alert(res.root / "alert.json", None),
+        budget=Budget(max_probes=12),
+    )
+    hunter = Hunter(db, tmp / "runs")
+    try:
+        hunter.start(hunt, scenario=str(res.root), spec=spec.read_text())
+    finally:
+        hunter.close()
+    return _verdict_of(hunt.run_id, db), _the_commit(json.loads((res.root / "truth.json").read_text()))
+
+
+def _history_alone(verdict: dict) -> None:
+    assert [h["category"] for h in verdict["hypotheses"]] == ["history"], verdict["hypotheses"]
+
+
 CORE = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core"
 
 
@@ -257,6 +322,18 @@ WORLDS: dict[str, World] = {
         _lab(_uneven_steps_spec, _every_culprit),
         "two commits far apart share the drop about 60/40: both named from one bisection, each with its share",
         _each_step_with_its_share,
+    ),
+    "approved": World(
+        _approved,
+        "the small scenario hunted and approved in a second process: the revert landed and re-measured "
+        "(tests/test_replay.py replays and exports it)",
+        _revert_landed_and_recovered,
+    ),
+    "bisect_only": World(
+        _bisect_only,
+        "the small scenario hunted by the bisect-only policy, its spec stored: another policy replays "
+        "against the world rebuilt from it (tests/test_replay.py)",
+        _history_alone,
     ),
     "staircase": World(
         _lab(_staircase_spec, _every_culprit),
