@@ -8,6 +8,7 @@ the revert (the one step perf-sleuth can land) first, the others as the commands
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from agent.experiments import drop_ends, explains, fmt, fresh_ab, freshness, is_better
@@ -176,7 +177,13 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     over the drop from the alert's good value to what was reproduced; a hunt without alert values
     (``--bench`` with a known-good ref) over the drop its history A/B measured (``drop_ends``).
     Before that such a hunt had no shares, so a second step could never be weighed against the
-    first."""
+    first.
+
+    In log terms (``_fraction``): the cause's own A/B and the drop are measured at different
+    times, and a machine's load scales a benchmark's numbers on both sides of an A/B alike. Over
+    a 250x drop a share of absolute differences moved with that scale: a timeit benchmark whose
+    confirmation ran on a quieter machine than its history A/B "recovered 79 % of the drop", and
+    the hunt went looking for a rest that was not there."""
     now = hunt.get(hunt.reproduced) if hunt.reproduced else None
     good, bad = hunt.target.good_value, now.median if now is not None else None
     if not good and (ends := drop_ends(hunt)):
@@ -191,7 +198,16 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     if len(evidence) < 2:
         return None
     a, b = hunt.get(evidence[0]), hunt.get(evidence[1])
-    return round(abs(a.median - b.median) / abs(good - bad) * 100, 1)
+    return round(_fraction(a.median, b.median, good, bad) * 100, 1)
+
+
+def _fraction(a: float, b: float, good: float, bad: float) -> float:
+    """|log(a / b)| over |log(good / bad)|: how much of the change from good to bad the change
+    from a to b is, as ratios (two causes of 1.25x each have half each, whichever was measured
+    first). Absolute differences where a value is not positive (a metric that can be 0 or less)."""
+    if min(a, b, good, bad) > 0:
+        return abs(math.log(a / b)) / abs(math.log(good / bad))
+    return abs(a - b) / abs(good - bad)
 
 
 def propose(hunt: Hunt, action_for: Callable[[Hunt], Action]) -> Action:

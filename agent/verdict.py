@@ -51,7 +51,10 @@ class CauseShare(BaseModel):
     kind: str | None = Field(description="as root_cause.kind")
     ref: str | None = Field(description="as root_cause.ref")
     summary: str | None = Field(description="one line")
-    share_pct: float | None = Field(description="this cause's share of the drop, percent")
+    share_pct: float | None = Field(
+        description="this cause's share of the drop, percent, as ratios: |log(A/B)| of its own A/B over "
+        "|log(good/bad)| of the drop"
+    )
     action: Any = Field(None, description="the fix proposed for this cause")
 
 
@@ -93,8 +96,8 @@ class Verdict(BaseModel):
     root_cause: RootCause | None = Field(description="the cause named; null when none was")
     root_causes: list[CauseShare] = Field(description="kind multiple: every cause with its share of the drop")
     regression: dict[str, Any] = Field(
-        description="the drop: metric, good, bad, delta_pct, p_value; explained_pct and residual when "
-        "the named cause recovers only part of it; broken when HEAD does not serve"
+        description="the drop: metric, good, bad, delta_pct, p_value; explained_pct (the named cause's "
+        "share, as share_pct) and residual when it recovers only part of it; broken when HEAD does not serve"
     )
     hypotheses: list[HypothesisRow] = Field(description="the ledger, every row")
     probes: int = Field(description="measurements taken (A/B sides and bisection probes)")

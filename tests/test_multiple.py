@@ -4,6 +4,7 @@ the proposal fixes both; the eval scores such a verdict like ``two_culprits``.""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from evals.scorer import named_refs, score
@@ -122,8 +123,8 @@ def test_a_second_cause_that_reproduces_on_fresh_launches_stands_with_those_numb
     assert _confirm_again(hunt, world, cause) is True  # type: ignore[arg-type]
     fresh = cause["confirmation"]["evidence"]
     assert fresh and fresh != hunt.hypotheses[0].evidence  # the share comes from the fresh A/B
-    drop = 90 - hunt.get(hunt.reproduced).median  # 17.95
-    assert share(hunt, cause) == round((80.95 - 71.95) / drop * 100, 1)  # 50.1 %, not the first A/B's 44.6 %
+    drop = math.log(90 / hunt.get(hunt.reproduced).median)  # 90 -> 72.05, as a ratio
+    assert share(hunt, cause) == round(math.log(80.95 / 71.95) / drop * 100, 1)  # 53.0 %, not the first A/B's 47.3 %
 
 
 def test_a_further_step_that_no_ab_could_test_is_dropped_while_an_untested_only_culprit_stands(monkeypatch):
@@ -221,14 +222,15 @@ def _bench_hunt_with_two_confirmed_steps(second_recovers: list[float]):
 
 def test_a_further_step_is_no_cause_when_the_largest_alone_explains_the_drop(monkeypatch):
     """MarkupSafe in CI: after the quadratic striptags (50x), a lint-only commit moved the heap
-    layout and made the quadratic loop 70 % slower there; its revert at HEAD "recovers" a third of
-    the drop, but only because the quadratic loop is still in. With the largest step's revert
+    layout and made the quadratic loop 70 % slower there; its revert at HEAD "recovers" part of the
+    drop (a third of it in seconds, a tenth as a ratio), but only because the quadratic loop is
+    still in. With the largest step's revert
     recovering the whole drop, the further step is said and dropped, not named."""
     hunt, outcome = _bench_hunt_with_two_confirmed_steps([0.140, 0.142, 0.139, 0.141])
     kept, said = _confirm_steps(monkeypatch, hunt, outcome, ["bbb", "aaa"])  # the smaller step first
     assert kept == ["aaa"] and hunt.culprits == ["aaa"] and hunt.root_ref == "aaa"
     assert said == [
-        "bbb dropped: a further step (its revert alone recovers 34% of the drop), "
+        "bbb dropped: a further step (its revert alone recovers 10% of the drop), "
         "but the drop is explained without it (aaa 100%)"
     ]
 
@@ -265,10 +267,11 @@ def test_of_two_steps_measured_only_where_they_landed_the_smaller_is_no_cause_at
 
 
 def test_a_step_measured_at_head_stays_beside_the_main_step_measured_where_it_landed(monkeypatch):
-    """The main step's revert conflicts (measured against its parent), a second step's revert
-    applies at HEAD and recovers 34 %: that one is measured at HEAD, so both are causes."""
-    hunt, outcome = _bench_hunt_with_two_confirmed_steps([0.140, 0.142, 0.139, 0.141])
-    parent, culprit = _measured(hunt, "aaa^", [0.0040] * 4), _measured(hunt, "aaa", [0.12] * 4)  # 56 %
+    """The main step's revert conflicts (measured against its parent: 7.5x, 51 % of the 52x drop
+    as a ratio), a second step's revert applies at HEAD and recovers 3x (28 %): that one is
+    measured at HEAD, so both are causes."""
+    hunt, outcome = _bench_hunt_with_two_confirmed_steps([0.070, 0.071, 0.069, 0.070])
+    parent, culprit = _measured(hunt, "aaa^", [0.0040] * 4), _measured(hunt, "aaa", [0.030] * 4)  # 51 %
     outcome["aaa"] = {"ok": True, "conflict": True, "why": "the revert conflicts", "evidence": [parent.id, culprit.id]}
     kept, said = _confirm_steps(monkeypatch, hunt, outcome, ["aaa", "bbb"])
     assert kept == ["aaa", "bbb"] and said == []
