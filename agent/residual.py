@@ -52,10 +52,20 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
     text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
     if not explains(hunt, cmp, good, fixed):
         hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
-        hunt.root_summary += (
-            f"; the rest is not in the history: HEAD with {first[:10]} reverted measures like the known-good "
-            f"commit ({text}): outside the repository (packages, driver, host)"
-        )
+        if hunt.target.good_value and hunt.target.bad_value:
+            hunt.root_summary += (
+                f"; the rest is not in the history: HEAD with {first[:10]} reverted measures like the known-good "
+                f"commit ({text}): outside the repository (packages, driver, host)"
+            )
+        else:
+            # The drop was the known-good commit against HEAD, both measured here: with the culprit
+            # reverted HEAD is back at the known-good commit's level, so nothing of that drop is
+            # left; the shortfall came from A/Bs taken at different times. Not "outside the
+            # repository": the packages, the driver and the host were the same for both ends.
+            hunt.root_summary += (
+                f"; but HEAD with {first[:10]} reverted measures like the known-good commit ({text}): nothing of "
+                "the drop between the two commits is left (the share came from A/Bs taken at different times)"
+            )
         rt.say(hunt, "localize", f"the rest is not in the history ({text})")
         return
     rt.say(hunt, "localize", f"the rest is in the history too ({text}): bisecting again with {first[:10]} reverted")

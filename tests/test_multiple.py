@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from evals.scorer import named_refs, score
 
 SPEC = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core" / "commit_and_patch.toml"
@@ -275,3 +277,52 @@ def test_a_step_measured_at_head_stays_beside_the_main_step_measured_where_it_la
     outcome["aaa"] = {"ok": True, "conflict": True, "why": "the revert conflicts", "evidence": [parent.id, culprit.id]}
     kept, said = _confirm_steps(monkeypatch, hunt, outcome, ["aaa", "bbb"])
     assert kept == ["aaa", "bbb"] and said == []
+
+
+class _PlanningWorld(ScriptedWorld):
+    """A ``ScriptedWorld`` whose fresh A/Bs may name a side as (label, ref), as ``Runtime``'s do."""
+
+    def fresh_pair(self, hunt, a, b, samples, single=False):
+        sides = [side if not isinstance(side, tuple) else _measured(hunt, side[0], [1.0]) for side in (a, b)]
+        return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True, single=single)
+
+
+def _residual_hunt(good_value: float | None):
+    """A commit culprit confirmed (revert ``rv``) that recovers 60 % of the drop, so the hunt looks
+    for the rest; with ``good_value`` the drop starts from the alert's value, else from the
+    known-good commit measured in the history A/B (a ``--bench`` hunt given only a good ref)."""
+    hunt, _head = _bench_hunt([1.0, 1.01, 0.99, 1.0], [2.0, 2.02, 1.98, 2.0])
+    hunt.target.good_value, hunt.target.bad_value = (good_value, 2.0) if good_value else (None, None)
+    hunt.root_kind, hunt.root_ref, hunt.root_summary = "commit", "aaa", 'aaa "subject"'
+    hunt.good_candidate = "good"
+    hunt.confirmation = {"ok": True, "revert_sha": "rv"}
+    hunt.regression["explained_pct"] = 60.0
+    return hunt
+
+
+@pytest.mark.parametrize("good_value", [0.8, None], ids=["alert-value", "known-good-commit"])
+def test_a_rest_that_is_not_in_the_history_is_outside_only_when_the_drop_starts_outside(good_value):
+    """HEAD with the culprit reverted measures like the known-good commit. Against an alert's good
+    value (measured before, elsewhere) the rest is outside the repository; against the known-good
+    commit measured in this hunt nothing is left of the drop between the two: the packages, the
+    driver and the host were the same for both, and the shortfall came from A/Bs taken at
+    different times."""
+    from agent import residual
+
+    hunt = _residual_hunt(good_value)
+    same = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98]
+    world = _PlanningWorld(hunt, [(same, list(reversed(same)))] * 3)
+    residual.go_on(hunt, world)  # type: ignore[arg-type]
+    assert hunt.regression["residual"]["in_history"] is False
+    outside = "outside the repository (packages, driver, host)" in hunt.root_summary
+    assert outside is (good_value is not None), hunt.root_summary
+    if good_value is None:
+        assert "nothing of the drop between the two commits is left" in hunt.root_summary
+
+
+def test_a_share_is_a_ratio_and_a_difference_only_where_a_value_is_not_positive():
+    from agent.multiple import _fraction
+
+    assert _fraction(1.25, 1.0, 1.5625, 1.0) == pytest.approx(0.5)  # one of two 1.25x steps: half
+    assert _fraction(1.5625, 1.25, 1.5625, 1.0) == pytest.approx(0.5)  # the other: half too
+    assert _fraction(-1.0, 0.0, -2.0, 0.0) == pytest.approx(0.5)  # a metric at 0 or below: differences
