@@ -52,7 +52,7 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
     text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
     if not explains(hunt, cmp, good, fixed):
         hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
-        if hunt.target.good_value and hunt.target.bad_value:
+        if hunt.target.good_value:  # the drop started from the alert's good value (``multiple.share``)
             hunt.root_summary += (
                 f"; the rest is not in the history: HEAD with {first[:10]} reverted measures like the known-good "
                 f"commit ({text}): outside the repository (packages, driver, host)"

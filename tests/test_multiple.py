@@ -292,7 +292,7 @@ def _residual_hunt(good_value: float | None):
     for the rest; with ``good_value`` the drop starts from the alert's value, else from the
     known-good commit measured in the history A/B (a ``--bench`` hunt given only a good ref)."""
     hunt, _head = _bench_hunt([1.0, 1.01, 0.99, 1.0], [2.0, 2.02, 1.98, 2.0])
-    hunt.target.good_value, hunt.target.bad_value = (good_value, 2.0) if good_value else (None, None)
+    hunt.target.good_value = good_value  # as `--good-value` gives it: no bad value beside it
     hunt.root_kind, hunt.root_ref, hunt.root_summary = "commit", "aaa", 'aaa "subject"'
     hunt.good_candidate = "good"
     hunt.confirmation = {"ok": True, "revert_sha": "rv"}
