@@ -9,26 +9,14 @@ import json
 import pytest
 
 from agent.replay import replay_strict
-from tests.worlds import RECORDINGS, WORLDS, matches
+from tests.worlds import RECORDINGS, WORLDS, load, matches
 from transcripts.recording import import_run, read_lines
 from transcripts.store import Store
 
 
-def _load(name: str, db) -> dict:
-    path = RECORDINGS / f"{name}.jsonl"
-    assert path.exists(), f"no recording of world '{name}': run `python -m tests.worlds {name}`"
-    got = read_lines(path)
-    store = Store(db)
-    try:
-        import_run(store, got)
-    finally:
-        store.close()
-    return got
-
-
 @pytest.mark.parametrize("name", sorted(WORLDS))
 def test_a_recorded_world_replays_identically_to_its_truth(tmp_path, name):
-    got = _load(name, tmp_path / "r.db")
+    got = load(name, tmp_path / "r.db")
     res = replay_strict(tmp_path / "r.db", got["run"]["id"])
     d = res.divergence or {}
     assert res.identical, (

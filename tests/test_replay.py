@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import sleuth_exe, sleuth_in_process
-from tests.worlds import RECORDINGS
-from transcripts.recording import import_run, read_lines
-from transcripts.store import Store
+from tests.worlds import load
 
 NO_WORLD = """
 import socket, subprocess
@@ -31,24 +29,11 @@ def sleuth(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=300, env=env)
 
 
-def _imported(name: str, db: Path) -> str:
-    """A recorded world (``tests/worlds.py``: hunted live once, re-recorded with ``python -m
-    tests.worlds NAME``) imported into the store ``db``; its run id. Nothing of its world is left:
-    no repository, no host, no server to launch."""
-    got = read_lines(RECORDINGS / f"{name}.jsonl")
-    store = Store(db)
-    try:
-        import_run(store, got)
-    finally:
-        store.close()
-    return str(got["run"]["id"])
-
-
 @pytest.fixture
 def recorded(tmp_path) -> tuple[Path, str]:
     """A real hunt of the small scenario, approved in a second process (the ``approved`` world)."""
     db = tmp_path / "runs.db"
-    return db, _imported("approved", db)
+    return db, str(load("approved", db)["run"]["id"])
 
 
 def test_a_recorded_hunt_replays_identically_without_touching_the_world(recorded, tmp_path):
@@ -108,8 +93,8 @@ def test_another_policy_against_the_recorded_world(tmp_path):
     that ends the replay, live it is answered by the scenario rebuilt from its spec, and both
     replays are runs linked to the recording."""
     db = tmp_path / "runs.db"
-    run = _imported("bisect_only", db)
-    culprit = read_lines(RECORDINGS / "bisect_only.jsonl")["run"]["truth"]["ref"]
+    got = load("bisect_only", db)
+    run, culprit = str(got["run"]["id"]), got["run"]["truth"]["ref"]
 
     proc = sleuth_in_process("replay", run, "--policy", "methodical", "--offline", "--db", str(db), "--json")
     assert proc.returncode == 1

@@ -482,6 +482,22 @@ def matches(truth: dict, root_cause: dict | None, verdict: dict) -> bool:
     return root_cause.get("ref") == truth["ref"]
 
 
+def load(name: str, db: Path) -> dict:
+    """The recording of world ``name`` imported into the store ``db`` (nothing of its world is
+    left: no repository, host or server); the recording as read."""
+    from transcripts.recording import import_run, read_lines
+
+    path = RECORDINGS / f"{name}.jsonl"
+    assert path.exists(), f"no recording of world '{name}': run `python -m tests.worlds {name}`"
+    got = read_lines(path)
+    store = Store(db)
+    try:
+        import_run(store, got)
+    finally:
+        store.close()
+    return got
+
+
 def record(name: str) -> Path:
     """Hunt the world live once and write its recording (with the truth the test checks)."""
     with tempfile.TemporaryDirectory(prefix=f"world-{name}-") as tmp:
