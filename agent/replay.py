@@ -36,6 +36,9 @@ class ReplayResult(BaseModel):
     new_run: str | None = None  # world only
     status: str | None = None
     root_cause: dict | None = None
+    # strict only: the verdict the replay itself wrote (the run row's verdict JSON), to check
+    # against the recorded one: what a summary says appears in no event
+    verdict: dict | None = None
     events: int = 0
     served: int = 0  # calls answered from the recording
     live: int = 0  # calls answered live (world mode)
@@ -90,6 +93,8 @@ def replay_strict(db: Path, run_id: str) -> ReplayResult:
                 raise Divergence(e["seq"], {"kind": e["kind"], "text": e["text"]}, "the end of the replay")
             out.identical, out.status = True, result.status
             out.root_cause = {"kind": result.root_kind, "ref": result.root_ref} if result.root_kind else None
+            hunter.record_end(result)  # the run's row as a live driver writes it at the interrupt or the end
+            out.verdict = json.loads(checker.run_fields["verdict"])
         except Divergence as d:
             out.identical = False
             out.divergence = {"seq": d.seq, "expected": d.expected, "got": d.got}

@@ -56,6 +56,24 @@ def test_two_steps_give_two_culprits():
     assert all(c.verified for c in res.culprits)
 
 
+@pytest.mark.parametrize("seed", [9, 21, 24])
+def test_an_undecided_check_for_another_step_measures_the_culprit_further_before_saying_no(seed):
+    """A staircase 100 -> 90 -> 81: after the first culprit, "is the bad end still below it?" was
+    asked of the 3 to 9 samples the culprit happened to have, and an undecided answer meant no. In
+    these draws that lost the second step; grown to ``step_check_samples`` (12), it is found."""
+    shas, parents = chain(32)
+
+    def levels(s: str) -> float:
+        return 100 * (0.9 if int(s[1:]) >= 9 else 1) * (0.9 if int(s[1:]) >= 22 else 1)
+
+    named = {}
+    for cap in (3, BisectConfig().step_check_samples):
+        probe, _ = noisy(levels, 0.05, seed)
+        res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(verify=False, step_check_samples=cap))
+        named[cap] = [c.sha for c in res.culprits]
+    assert named == {3: ["c0009"], 12: ["c0009", "c0022"]}
+
+
 def test_a_step_of_one_percent_of_the_change_above_the_culprit_is_not_searched_for():
     """100 -> 20 at c0010, then 20 -> 19.2 at c0028: 1 % of the change, the size of a loaded
     machine's drift. It is not another step to search for (every probe between two ends at one
