@@ -40,6 +40,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 LAUNCH_S, SAMPLE_S = 300.0, 30.0  # a real node: minutes to launch, tens of seconds per sample
 
 
+OUT = ROOT / "bench" / "real_cost.json"
+
+
+def save(rows: list[dict]) -> None:
+    """This run's rows into ``bench/real_cost.json``, replacing the same scenarios' rows and
+    keeping the others (an ``--only`` run once left the whole suite's table with one row)."""
+    mine = {r["scenario"]: r for r in rows}
+    old = json.loads(OUT.read_text()) if OUT.exists() else []
+    merged = [mine.pop(r["scenario"], r) for r in old]  # in place, in the table's order
+    OUT.write_text(json.dumps(merged + list(mine.values()), indent=1) + "\n")
+
+
 def real_minutes(launches: int, samples: int) -> float:
     return (launches * LAUNCH_S + samples * SAMPLE_S) / 60
 
@@ -139,7 +151,7 @@ def main() -> None:
         ok = exact(v, r["truth"])
         pp = pinpoint_cost(spec, r["truth"], r["repo"])
         rows.append({"scenario": spec.stem, "exact": ok, "cost": c, "wall_s": r["wall_s"], "pinpoint": pp})
-        (ROOT / "bench" / "real_cost.json").write_text(json.dumps(rows, indent=1) + "\n")  # a killed run keeps its rows
+        save(rows)  # a killed run keeps its rows
         pin = (
             f"{pp[0] * 100:>11.0f}% {pp[1]:>8.0f} {real_minutes(int(pp[1]), int(pp[1])):>8.0f}"
             if pp
@@ -154,7 +166,7 @@ def main() -> None:
     launches = sum(r["cost"]["launches"] for r in rows) / len(rows)
     minutes = sum(real_minutes(r["cost"]["launches"], r["cost"]["samples"]) for r in rows) / len(rows)
     print(f"\nexact {n_exact}/{len(rows)}; mean launches {launches:.1f}, mean real-equivalent minutes {minutes:.0f}")
-    (ROOT / "bench" / "real_cost.json").write_text(json.dumps(rows, indent=1) + "\n")
+    save(rows)
     if args.skip_checks:
         return
     seed = ROOT / "evals" / "suites" / "seed" / "eagle3_pcg_moe.toml"
