@@ -19,12 +19,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import openai
 from pydantic import BaseModel
 
 from tools.text import first_line
 
-RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+# The openai SDK is imported where a client is made, not with this module: it is a second of CPU
+# at every start of the CLI (agent.runtime imports this module), and most commands ask no model.
+RETRYABLE = ("RateLimitError", "InternalServerError", "APITimeoutError", "APIConnectionError")
 
 
 class LLMError(RuntimeError):
@@ -78,6 +79,8 @@ def _wait(exc: Exception, backoff: float) -> float:
 
 class LLM:
     def __init__(self, cfg: LLMConfig, sleep: Callable[[float], None] = time.sleep):
+        import openai
+
         self.cfg, self.sleep = cfg, sleep
         self.client = openai.OpenAI(
             base_url=cfg.base_url or os.environ.get("OPENAI_BASE_URL") or None,
@@ -87,13 +90,16 @@ class LLM:
         )
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
+        import openai
+
+        retryable = tuple(getattr(openai, name) for name in RETRYABLE)
         errors: list[str] = []
         for attempt in range(1, self.cfg.max_attempts + 1):
             try:
                 resp = self.client.chat.completions.create(
                     model=self.cfg.model, messages=messages, **({"tools": tools} if tools else {})
                 )
-            except RETRYABLE as exc:
+            except retryable as exc:
                 errors.append(f"{type(exc).__name__}: {first_line(str(exc), 200)}")
                 if attempt == self.cfg.max_attempts:
                     raise LLMError(

@@ -22,13 +22,15 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
-import openai
 from pydantic import BaseModel, Field
 
 from tools.serverlog import ServerLog, read_log
+
+if TYPE_CHECKING:  # imported where a client is made: a second of CPU at every start of the CLI
+    import openai
 
 try:  # the openai SDK's own HTTP layer: httpx2 in openai 3, httpx before
     from httpx2 import RequestError, TimeoutException, create_ssl_context
@@ -208,6 +210,8 @@ def _events(response) -> Iterator[dict]:
     typed chunk per token costs twice the CPU (0.6 vs 0.3 ms a token on a lab server), and on a
     two-core host a measuring client's CPU is taken from the server it measures. Errors are the
     SDK's own, as its stream raises them: an error event, a timeout, a dropped connection."""
+    import openai
+
     try:
         for line in response.iter_lines():
             if not line.startswith("data:"):
@@ -230,6 +234,8 @@ def _events(response) -> Iterator[dict]:
 
 
 def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
+    import openai
+
     scale = cfg.time_scale
     start = time.perf_counter()
     first: float | None = None
@@ -314,6 +320,8 @@ def run_bench(
 
     The server's log (``server``, or the local file ``cfg.server_log``) is read for the span of
     the run only, for the verify time and acceptance length it reports."""
+    import openai
+
     client = openai.OpenAI(
         base_url=cfg.endpoint,
         api_key=cfg.api_key,

@@ -24,7 +24,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 Verdict = Literal["different", "same", "unknown"]
 
@@ -102,6 +101,8 @@ def _bootstrap_median_ci(x: np.ndarray, confidence: float, seed: int, rounds: in
 
 def p_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """(Mann-Whitney U two-sided, Kolmogorov-Smirnov two-sample) p-values."""
+    from scipy import stats  # imported when first used: a second of every CLI start
+
     if a.size == 0 or b.size == 0:
         return 1.0, 1.0
     if np.all(a == a[0]) and np.all(b == b[0]):
@@ -129,6 +130,8 @@ def noise_sd(a: np.ndarray, b: np.ndarray) -> float:
 def high_threshold(n_a: int, n_b: int, magnitude: float, beta: float = 0.001, trials: int = 2000) -> float:
     """The p-value exceeded with probability ``beta`` when there *is* a shift of ``magnitude``
     standard deviations, at these sample sizes (simulated; ``magnitude`` is rounded by the caller)."""
+    from scipy import stats  # imported when first used: a second of every CLI start
+
     if magnitude <= 0:
         return 1.0
     rng = np.random.default_rng(12345 + 7919 * n_a + 104729 * n_b + int(magnitude * 1000))
@@ -146,6 +149,8 @@ def _ks_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     sizes and the statistic only; a few dozen values among thousands of rows). ``ks_2samp`` with
     ``axis=1`` loops over rows in Python, and a bisection whose probes grow an eighth at a time
     meets many sizes: most of a hard bisection's time was these simulations."""
+    from scipy import stats  # imported when first used: a second of every CLI start
+
     n_a, n_b = a.shape[1], b.shape[1]
     order = np.argsort(np.concatenate([a, b], axis=1), axis=1, kind="stable")
     from_a = order < n_a
@@ -247,6 +252,8 @@ def split_launches(samples: Sequence[float], groups: Sequence[int]) -> list[list
 
 def _deflated(p: float, design_effect: float) -> float:
     """A two-sided p-value as it would be with the z-score shrunk by sqrt(design_effect)."""
+    from scipy import stats  # imported when first used: a second of every CLI start
+
     if p >= 1.0:
         return 1.0
     z = float(stats.norm.isf(p / 2))
@@ -366,6 +373,8 @@ def shortfall_p(
     without more samples, even when the two-sided test cannot yet tell the sides apart (a
     "-5 %, p = 0.3" where a +9 % gain is needed). Samples of one launch count as correlated
     (the same design effect as ``compare_launches``)."""
+    from scipy import stats  # imported when first used: a second of every CLI start
+
     xa, xb = np.asarray(better, dtype=float), np.asarray(worse, dtype=float)
     if xa.size == 0 or xb.size == 0:
         return 1.0
