@@ -7,6 +7,8 @@ reproduced drop, the hunt goes on:
 1. a fresh A/B of the known-good commit against HEAD with the culprit reverted says where the
    rest is: if HEAD with the revert measures like the known-good commit, the rest is not in the
    history (the packages, the driver, the host: said on the verdict as ``regression.residual``);
+   an A/B still undecided at its cap, its estimate large enough to be the rest, decides neither
+   way and the summary says so;
 2. otherwise a second bisection of the same range, every probe that contains the first culprit
    probed with it reverted (a ``git_prepare_revert`` on that commit; one that does not revert
    cleanly is skipped, never blamed), finds the commit the first one hid (a change of the path
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from agent import multiple
 from agent.categories.history import ends_refresh, ref_growth, subject_of
-from agent.experiments import explains, fmt, fresh_ab, freshness
+from agent.experiments import explains, fmt, fresh_ab, freshness, verdict_of
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
 from tools.bisect import BisectConfig, BisectError, CommitGraph, ProbeError, bisect
@@ -50,6 +52,16 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
     n = hunt.budget.samples
     cmp, good, fixed = fresh_ab(hunt, rt, ("good-candidate", hunt.good_candidate), ("HEAD+revert", revert), n)
     text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
+    if verdict_of(hunt, cmp, good, fixed) == "inconclusive":
+        # Undecided at its cap, its estimate large enough to be the rest: neither "like the
+        # known-good commit" nor a second bisection stands on it (the noisy world once read
+        # "measures like the known-good commit" off +6.2 %, p = 0.05 after 160 + 160 samples).
+        hunt.root_summary += (
+            f"; whether any of the rest is left is not decided: the known-good commit against HEAD with "
+            f"{first[:10]} reverted stayed undecided ({text})"
+        )
+        rt.say(hunt, "localize", f"where the rest is, if anywhere, is not decided ({text})")
+        return
     if not explains(hunt, cmp, good, fixed):
         hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
         if hunt.target.good_value:  # the drop started from the alert's good value (``multiple.share``)

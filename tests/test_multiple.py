@@ -320,6 +320,23 @@ def test_a_rest_that_is_not_in_the_history_is_outside_only_when_the_drop_starts_
         assert "nothing of the drop between the two commits is left" in hunt.root_summary
 
 
+def test_a_rest_whose_ab_stays_undecided_is_said_undecided_not_like_the_known_good_commit():
+    """HEAD with the culprit reverted reads 15 % slower than the known-good commit (the rest could
+    be that), but the A/B cannot tell at its samples: the summary says the rest is not decided,
+    records no residual, and bisects nothing again."""
+    from agent import residual
+
+    hunt = _residual_hunt(None)
+    good = [1.0, 1.3, 0.8, 1.1, 0.9, 1.2]
+    fixed = [1.2, 1.5, 0.9, 1.4, 1.0, 1.3]
+    world = _PlanningWorld(hunt, [(good, fixed)] * 3)
+    residual.go_on(hunt, world)  # type: ignore[arg-type]
+    assert "residual" not in hunt.regression, hunt.regression
+    assert "whether any of the rest is left is not decided" in hunt.root_summary, hunt.root_summary
+    assert "measures like the known-good commit" not in hunt.root_summary
+    assert {(a, b) for a, b, *_ in world.asked} == {("good-candidate", "HEAD+revert")}  # its rounds, nothing else
+
+
 def test_a_share_is_a_ratio_and_a_difference_only_where_a_value_is_not_positive():
     from agent.multiple import _fraction
 
