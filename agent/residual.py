@@ -52,7 +52,8 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
     n = hunt.budget.samples
     cmp, good, fixed = fresh_ab(hunt, rt, ("good-candidate", hunt.good_candidate), ("HEAD+revert", revert), n)
     text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
-    if verdict_of(hunt, cmp, good, fixed) == "inconclusive":
+    status = verdict_of(hunt, cmp, good, fixed)  # supported: the rest is in the history
+    if status == "inconclusive":
         # Undecided at its cap, its estimate large enough to be the rest: neither "like the
         # known-good commit" nor a second bisection stands on it (the noisy world once read
         # "measures like the known-good commit" off +6.2 %, p = 0.05 after 160 + 160 samples).
@@ -62,7 +63,7 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
         )
         rt.say(hunt, "localize", f"where the rest is, if anywhere, is not decided ({text})")
         return
-    if not explains(hunt, cmp, good, fixed):
+    if status != "supported":
         hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
         if hunt.target.good_value:  # the drop started from the alert's good value (``multiple.share``)
             hunt.root_summary += (

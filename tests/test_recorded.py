@@ -9,9 +9,8 @@ import json
 import pytest
 
 from agent.replay import replay_strict
-from tests.worlds import RECORDINGS, WORLDS, load, matches
-from transcripts.recording import import_run, read_lines
-from transcripts.store import Store
+from tests.worlds import RECORDINGS, WORLDS, imported, load, matches
+from transcripts.recording import read_lines
 
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
@@ -45,11 +44,7 @@ def test_a_replay_whose_verdict_says_otherwise_than_its_recording_is_caught(tmp_
     recorded = json.loads(got["run"]["verdict"])
     recorded["summary"] += " (as an older version worded it)"
     got["run"]["verdict"] = json.dumps(recorded)
-    store = Store(tmp_path / "r.db")
-    try:
-        import_run(store, got)
-    finally:
-        store.close()
+    imported(got, tmp_path / "r.db")
     res = replay_strict(tmp_path / "r.db", got["run"]["id"])
     assert res.identical is True
     assert [path for path, _a, _b in differences(recorded, res.verdict)] == [".summary"]
@@ -79,10 +74,6 @@ def test_a_world_that_answers_differently_is_a_divergence_naming_the_step(tmp_pa
             break
     else:
         raise AssertionError("the recording holds no git_reverts_of answer")
-    store = Store(tmp_path / "r.db")
-    try:
-        import_run(store, got)
-    finally:
-        store.close()
+    imported(got, tmp_path / "r.db")
     res = replay_strict(tmp_path / "r.db", got["run"]["id"])
     assert res.identical is False and res.divergence["seq"] > 0

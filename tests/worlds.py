@@ -485,11 +485,17 @@ def matches(truth: dict, root_cause: dict | None, verdict: dict) -> bool:
 def load(name: str, db: Path) -> dict:
     """The recording of world ``name`` imported into the store ``db`` (nothing of its world is
     left: no repository, host or server); the recording as read."""
-    from transcripts.recording import import_run, read_lines
+    from transcripts.recording import read_lines
 
     path = RECORDINGS / f"{name}.jsonl"
     assert path.exists(), f"no recording of world '{name}': run `python -m tests.worlds {name}`"
-    got = read_lines(path)
+    return imported(read_lines(path), db)
+
+
+def imported(got: dict, db: Path) -> dict:
+    """A recording as read (``read_lines``; a test may have edited it) imported into ``db``."""
+    from transcripts.recording import import_run
+
     store = Store(db)
     try:
         import_run(store, got)
