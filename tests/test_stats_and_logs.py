@@ -142,7 +142,8 @@ def test_one_launch_a_side_is_judged_with_the_spread_of_other_launches_never_as_
 
 def test_the_high_thresholds_ks_p_values_are_scipys_own_row_by_row():
     """``_ks_rows`` (the statistic of every row at once, scipy's p-value once per distinct
-    statistic) gives exactly what ``ks_2samp(..., axis=1)`` gives, at equal and unequal sizes."""
+    statistic, kept across calls) gives exactly what ``ks_2samp(..., axis=1)`` gives, at equal and
+    unequal sizes."""
     import warnings
 
     import numpy as np
@@ -150,10 +151,28 @@ def test_the_high_thresholds_ks_p_values_are_scipys_own_row_by_row():
 
     from tools.stats import _ks_rows
 
-    for n_a, n_b, shift in ((3, 10, 1.0), (5, 5, 0.5), (17, 48, 1.3), (2, 2, 3.0)):
-        rng = np.random.default_rng(n_a * 7 + n_b)
+    # each size pair twice, at two shifts: the second meets p-values kept from the first
+    for n_a, n_b, shift in ((3, 10, 1.0), (5, 5, 0.5), (17, 48, 1.3), (2, 2, 3.0), (17, 48, 0.2), (5, 5, 2.0)):
+        rng = np.random.default_rng(n_a * 7 + n_b + int(shift * 10))
         a, b = rng.normal(0, 1, (300, n_a)), rng.normal(shift, 1, (300, n_b))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             want = stats.ks_2samp(a, b, axis=1).pvalue
         assert np.array_equal(_ks_rows(a, b), want), (n_a, n_b)
+
+
+def test_an_ab_s_p_values_are_scipys_own():
+    """``p_values`` calls scipy's tests under their NaN-policy decorator where the samples are all
+    finite (the decorator's work was most of a bisection's statistics): the same numbers, ties
+    and unequal sizes included; a NaN still goes through scipy's policy."""
+    import numpy as np
+    from scipy import stats
+
+    from tools.stats import p_values
+
+    rng = np.random.default_rng(7)
+    for n_a, n_b in ((3, 4), (8, 8), (12, 30), (60, 45)):
+        a, b = np.round(rng.normal(100, 3, n_a)), np.round(rng.normal(102, 3, n_b))  # rounded: ties
+        want = (stats.mannwhitneyu(a, b, alternative="two-sided").pvalue, stats.ks_2samp(a, b).pvalue)
+        assert p_values(a, b) == want, (n_a, n_b)
+    assert all(np.isnan(p_values(np.array([1.0, np.nan, 3.0]), np.array([2.0, 4.0, 5.0]))))
