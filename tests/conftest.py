@@ -19,6 +19,38 @@ from evals.lab.spec import load_spec
 # about ten samples; bench/real_cost.py runs them at full length). Subprocesses inherit it.
 os.environ.setdefault("SLEUTH_LAB_LAUNCH_SCALE", "0.02")
 
+
+def _python3_without_a_shim() -> None:
+    """Put the interpreter that ``python3`` on PATH runs first on PATH itself, when ``python3`` is
+    a version manager's shim (pyenv's is a bash script of about twenty processes: 0.08 s of CPU
+    and of wall on every start here, and the tests start about 1,500 Pythons that way: lab
+    servers, benchmarks, the lab's ``nvidia-smi``). The same interpreter runs, only sooner. Done
+    once by the first process (the workers inherit PATH); does nothing where ``python3`` is the
+    interpreter itself."""
+    import shutil
+    import tempfile
+
+    found = shutil.which("python3")
+    if not found or os.environ.get("SLEUTH_TEST_PYTHON3"):
+        return
+    real = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+    exe = real.stdout.strip()
+    if real.returncode or not exe or os.path.realpath(exe) == os.path.realpath(found):
+        return
+    folder = Path(tempfile.gettempdir()) / f"sleuth-test-python3-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    for name in ("python3",):
+        link, tmp = folder / name, folder / f".{name}.{os.getpid()}"
+        if not link.exists() or os.path.realpath(link) != os.path.realpath(exe):
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(exe)
+            tmp.replace(link)  # atomic: a run beside this one sees the old link or the new
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ["SLEUTH_TEST_PYTHON3"] = exe
+
+
+_python3_without_a_shim()
+
 MINIMAL_SPEC = """
 name = "tiny"
 seed = 7
