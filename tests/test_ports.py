@@ -13,7 +13,7 @@ from tests.conftest import git_in
 from tools import ports
 from tools.bench import BenchConfig
 from tools.git import LocalGit
-from tools.host import LocalHost, RunResult
+from tools.host import LocalHost
 from tools.measure import HostBusy, Measurer, State, StateFailure, Workload
 from tools.server import PORT_ATTEMPTS, ServerError, launch
 
@@ -23,14 +23,18 @@ class DrawnHost(LocalHost):
 
     def __init__(self, draws: list[list[int]]) -> None:
         self.draws = draws
-        self.avoided: list[list[str]] = []
+        self.avoided: list[list[int]] = []
 
-    def run(self, cmd, cwd=None, env=None, timeout=None):  # type: ignore[override]
-        if isinstance(cmd, list) and cmd[:2] == ["python3", "-c"] and "ip_local_port_range" in cmd[2]:
-            self.avoided.append(cmd[3:])
-            drawn = " ".join(map(str, self.draws.pop(0)))
-            return RunResult(command="python3 -c PICK", exit_code=0, stdout=drawn, stderr="", duration_s=0.0)
-        return super().run(cmd, cwd=cwd, env=env, timeout=timeout)
+    def free_ports(self, avoid=frozenset()):  # type: ignore[override]
+        self.avoided.append(sorted(avoid))
+        return self.draws.pop(0)
+
+
+class RemoteLikeHost(LocalHost):
+    """This machine seen as another host is: no ``free_ports`` of its own, so the draw runs there
+    as a ``python3 -c`` script, as it does over SSH."""
+
+    free_ports = None  # type: ignore[assignment]
 
 
 def _ephemeral_low() -> int:
@@ -43,6 +47,25 @@ def test_a_drawn_port_is_below_the_ephemeral_range_and_free_on_every_address():
             assert 10000 <= port < _ephemeral_low()
             with socket.socket() as s:
                 s.bind(("", port))  # nothing holds it
+
+
+def test_another_host_draws_its_ports_with_the_same_function_run_there(monkeypatch):
+    """Over SSH the draw is ``pick_free``'s own source run by the host's python3; here it runs on
+    this machine the same way (a command, not a call), and skips what it is told to avoid."""
+    ran: list[list[str]] = []
+    host = RemoteLikeHost()
+    real_run = LocalHost.run
+
+    def run(self, cmd, cwd=None, env=None, timeout=None):
+        ran.append(cmd)
+        return real_run(self, cmd, cwd=cwd, env=env, timeout=timeout)
+
+    monkeypatch.setattr(RemoteLikeHost, "run", run)
+    low = _ephemeral_low()
+    avoid = set(range(10000, 10000 + (low - 10000) // 2))  # half the range below it: drawn around
+    drawn = ports._drawn(host, avoid)
+    assert ran and ran[0][:2] == ["python3", "-c"] and "def pick_free" in ran[0][2]
+    assert drawn and not set(drawn) & avoid and all(10000 <= p < low for p in drawn)
 
 
 def test_a_port_another_launch_holds_is_never_handed_out_twice():
@@ -91,7 +114,7 @@ def test_a_server_whose_port_was_taken_meanwhile_is_launched_again_on_another(tm
         server = launch(SERVE, tmp_path, tmp_path / "server.log", host=host, health_timeout_s=30)
         try:
             assert server.port == free and server.alive()
-            assert host.avoided == [[], [str(taken)]]  # the second draw skips the taken port
+            assert host.avoided == [[], [taken]]  # the second draw skips the taken port
             log = (tmp_path / "server.log").read_text()
             assert f"binding {free}" in log and "Address already in use" not in log  # a clean log
         finally:

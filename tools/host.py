@@ -207,6 +207,12 @@ class LocalHost:
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 
+    def free_ports(self, avoid: set[int] | frozenset[int] = frozenset()) -> list[int]:
+        """Ports a server could bind here (``tools.ports.pick_free``), drawn in this process."""
+        from tools.ports import pick_free  # tools.ports builds on this module
+
+        return pick_free(avoid)
+
     def forward(self, remote_port: int) -> int:
         return remote_port
 
