@@ -72,12 +72,38 @@ culprits = ["slow"]
 """
 
 
+# The default run's longest tests (20-65 s each on two cores, 2026-12-06), longest first. Four
+# workers take tests in collection order as they free up, so these start first: in file order the
+# approval page and the killed services came last and ran alone on one worker for the last 30-45 s
+# of the run. The order changes when a test runs, never what it checks.
+LONGEST_FIRST = (
+    "tests/test_agent.py::test_demo_tells_the_seed_story_and_waits_for_approval",
+    "tests/test_serve.py::test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_shown",
+    "tests/test_serve_faults.py::test_a_hunt_left_running_is_adopted_by_the_next_service_never_driven_twice",
+    "tests/test_serve_faults.py::test_a_service_killed_mid_hunt_takes_its_hunt_with_it_and_the_next_one_resumes_the_run",
+    "tests/test_eval.py::test_a_suite_runs_scores_rescores_and_compares",
+    "tests/test_dependencies.py::test_with_no_pip_log_and_no_wheelhouse_dist_info_times_name_it",
+    "tests/test_realworld.py::test_sleuth_eval_names_the_real_culprit_offline",
+    "tests/test_external.py::test_a_real_drop_outside_the_repository_is_external_not_none",
+    "tests/test_lease.py::test_two_approvals_at_once_land_one_revert",
+    "tests/test_lease.py::test_a_second_driver_of_a_running_hunt_is_told_who_drives_it_and_changes_nothing",
+    "tests/test_serve_faults.py::test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_sent_again",
+    "tests/test_cli_start.py::test_the_hunt_loads_what_it_needs_and_help_lists_every_command",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--dist loadgroup`` (pyproject): a module marked ``xdist_group`` runs on one worker, so its
     module fixture (a real hunt) is made once. pytest-xdist 3.8 tags a test's id with its group
     through ``item._nodeid``, which pytest 9.2 no longer reads (ids live in ``item._id``): without
-    this the groups are silently ignored (pytest-xdist#1295). Does nothing once xdist tags them."""
+    this the groups are silently ignored (pytest-xdist#1295). Does nothing once xdist tags them.
+    First, the longest tests go to the front (``LONGEST_FIRST``), the rest keep their order."""
+    items.sort(key=_rank)
     if not getattr(config.option, "loadgroup", False):
         return
     from _pytest.nodeid import coerce_node_id
