@@ -271,8 +271,8 @@ def _explained(hunt: Hunt, rt: Runtime) -> None:
         return
     hunt.regression["explained_pct"] = pct
     if pct < residual.GO_ON_BELOW:
-        hunt.root_summary += f"; it recovers {pct:.0f}% of the drop: the rest is not explained"
-        rt.say(hunt, "confirm", f"the named cause recovers {pct:.0f}% of the drop; the rest is not explained")
+        hunt.root_summary += f"; it recovers {pct:.0f}% of the drop: {residual.NOT_EXPLAINED}"
+        rt.say(hunt, "confirm", f"the named cause recovers {pct:.0f}% of the drop; {residual.NOT_EXPLAINED}")
 
 
 def confirm_failed(hunt: Hunt, rt: Runtime) -> None:

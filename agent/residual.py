@@ -29,6 +29,7 @@ from tools.measure import Deadline
 from tools.text import first_line
 
 GO_ON_BELOW = multiple.EXPLAINED_PCT
+NOT_EXPLAINED = "the rest is not explained"  # what the summary says of a share under GO_ON_BELOW
 
 
 def go_on(hunt: Hunt, rt: Runtime) -> None:
@@ -74,7 +75,9 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
             # The drop was the known-good commit against HEAD, both measured here: with the culprit
             # reverted HEAD is back at the known-good commit's level, so nothing of that drop is
             # left; the shortfall came from A/Bs taken at different times. Not "outside the
-            # repository": the packages, the driver and the host were the same for both ends.
+            # repository": the packages, the driver and the host were the same for both ends. So
+            # the clause that said the rest is not explained (``policy._explained``) goes.
+            hunt.root_summary = hunt.root_summary.replace(f": {NOT_EXPLAINED}", "")
             hunt.root_summary += (
                 f"; but HEAD with {first[:10]} reverted measures like the known-good commit ({text}): nothing of "
                 "the drop between the two commits is left (the share came from A/Bs taken at different times)"

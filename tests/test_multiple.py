@@ -293,7 +293,8 @@ def _residual_hunt(good_value: float | None):
     known-good commit measured in the history A/B (a ``--bench`` hunt given only a good ref)."""
     hunt, _head = _bench_hunt([1.0, 1.01, 0.99, 1.0], [2.0, 2.02, 1.98, 2.0])
     hunt.target.good_value = good_value  # as `--good-value` gives it: no bad value beside it
-    hunt.root_kind, hunt.root_ref, hunt.root_summary = "commit", "aaa", 'aaa "subject"'
+    hunt.root_kind, hunt.root_ref = "commit", "aaa"
+    hunt.root_summary = 'aaa "subject"; it recovers 60% of the drop: the rest is not explained'  # as policy says
     hunt.good_candidate = "good"
     hunt.confirmation = {"ok": True, "revert_sha": "rv"}
     hunt.regression["explained_pct"] = 60.0
@@ -316,8 +317,10 @@ def test_a_rest_that_is_not_in_the_history_is_outside_only_when_the_drop_starts_
     assert hunt.regression["residual"]["in_history"] is False
     outside = "outside the repository (packages, driver, host)" in hunt.root_summary
     assert outside is (good_value is not None), hunt.root_summary
-    if good_value is None:
+    if good_value is None:  # and the clause that said the rest is not explained is gone
         assert "nothing of the drop between the two commits is left" in hunt.root_summary
+        assert hunt.root_summary.startswith('aaa "subject"; it recovers 60% of the drop; but HEAD with aaa reverted')
+        assert "not explained" not in hunt.root_summary, hunt.root_summary
 
 
 def test_a_rest_whose_ab_stays_undecided_is_said_undecided_not_like_the_known_good_commit():
