@@ -33,18 +33,19 @@ def _python3_without_a_shim() -> None:
     found = shutil.which("python3")
     if not found or os.environ.get("SLEUTH_TEST_PYTHON3"):
         return
-    real = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+    real = subprocess.run(
+        [found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True, timeout=60
+    )
     exe = real.stdout.strip()
     if real.returncode or not exe or os.path.realpath(exe) == os.path.realpath(found):
         return
     folder = Path(tempfile.gettempdir()) / f"sleuth-test-python3-{os.getuid()}"
     folder.mkdir(exist_ok=True)
-    for name in ("python3",):
-        link, tmp = folder / name, folder / f".{name}.{os.getpid()}"
-        if not link.exists() or os.path.realpath(link) != os.path.realpath(exe):
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(exe)
-            tmp.replace(link)  # atomic: a run beside this one sees the old link or the new
+    link, tmp = folder / "python3", folder / f".python3.{os.getpid()}"
+    if not link.exists() or os.path.realpath(link) != os.path.realpath(exe):
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(exe)
+        tmp.replace(link)  # atomic: a run beside this one sees the old link or the new
     os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
     os.environ["SLEUTH_TEST_PYTHON3"] = exe
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import inspect
 import os
 import re
@@ -34,7 +35,7 @@ def pick_free(skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
     """Up to 8 free ports among 64 drawn at random below the ephemeral range, each tried on every
     address (no SO_REUSEADDR: a port in TIME_WAIT is skipped too), none of ``skip``. Where the
     range cannot be read or leaves no room below it, the kernel's choice. Self-contained: its
-    source is what runs on another host (``_PICK``)."""
+    source is what runs on another host (``_pick_script``)."""
     import random
     import socket
 
@@ -66,12 +67,16 @@ def pick_free(skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
     return found
 
 
-# What another host runs (``python3 -c``): the same function, its ports one line.
-_PICK = (
-    "from __future__ import annotations\nimport sys\n"  # the host's Python may predate list[int]
-    + inspect.getsource(pick_free)
-    + "\nprint(' '.join(map(str, pick_free({int(p) for p in sys.argv[1:]}))))\n"
-)
+@functools.cache
+def _pick_script() -> str:
+    """What another host runs (``python3 -c``): the same function, its ports one line. Built on
+    first use, not at import (``inspect`` reads this file)."""
+    return (
+        "from __future__ import annotations\nimport sys\n"  # the host's Python may predate list[int]
+        + inspect.getsource(pick_free)
+        + "\nprint(' '.join(map(str, pick_free({int(p) for p in sys.argv[1:]}))))\n"
+    )
+
 
 _CLASH = re.compile(r"address already in use|errno 98\b|EADDRINUSE", re.I)
 
@@ -107,7 +112,7 @@ def _drawn(host: Host, avoid: set[int] | frozenset[int]) -> list[int]:
         if not ports:
             raise PortError(f"cannot find a free port on {host.name}")
         return ports
-    res = host.run(["python3", "-c", _PICK, *map(str, sorted(avoid))], timeout=30)
+    res = host.run(["python3", "-c", _pick_script(), *map(str, sorted(avoid))], timeout=30)
     ports = [int(p) for p in res.stdout.split() if p.isdigit()] if res.ok else []
     if not ports:
         raise PortError(f"cannot find a free port on {host.name}: {(res.stderr or res.stdout).strip()[-300:]}")

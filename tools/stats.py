@@ -110,11 +110,15 @@ def p_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     mannwhitneyu, ks_2samp = stats.mannwhitneyu, stats.ks_2samp
     if np.isfinite(a).all() and np.isfinite(b).all():  # scipy's NaN policy has nothing to do
         mannwhitneyu, ks_2samp = (getattr(f, "__wrapped__", f) for f in (mannwhitneyu, ks_2samp))
-    mwu = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    with warnings.catch_warnings():  # exact KS falls back to the asymptotic method for some sizes
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue), _ks_pvalue(ks_2samp, a, b)
+
+
+def _ks_pvalue(ks_2samp, a: np.ndarray, b: np.ndarray) -> float:
+    """``ks_2samp``'s p-value (scipy's, decorated or not), its warning about falling back from the
+    exact method to the asymptotic one for some sizes silenced."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ks = float(ks_2samp(a, b).pvalue)
-    return mwu, ks
+        return float(ks_2samp(a, b).pvalue)
 
 
 def noise_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -177,10 +181,7 @@ def _ks_p(n_a: int, n_b: int, h: int, a: np.ndarray, b: np.ndarray) -> float:
     if key not in _KS_P:
         from scipy import stats  # imported when first used: a second of every CLI start
 
-        ks_2samp = getattr(stats.ks_2samp, "__wrapped__", stats.ks_2samp)
-        with warnings.catch_warnings():  # exact KS falls back to the asymptotic method for some sizes
-            warnings.simplefilter("ignore", RuntimeWarning)
-            _KS_P[key] = float(ks_2samp(a, b).pvalue)
+        _KS_P[key] = _ks_pvalue(getattr(stats.ks_2samp, "__wrapped__", stats.ks_2samp), a, b)
     return _KS_P[key]
 
 
