@@ -1,6 +1,7 @@
 """Localizing a change by halving (uncommitted files, changed packages) where each state is a
 dear server launch: a step is one launch of the half, placed between the two ends the group's
-own A/B has just measured; only a launch that leaves it undecided costs the step a fresh A/B."""
+own A/B has just measured; only a launch that leaves it undecided costs the step a fresh A/B.
+The working tree's variables and files are bisected together as prefixes of one list (``agent.joint``)."""
 
 from __future__ import annotations
 
@@ -113,27 +114,61 @@ class DearNode(DearHost):
         self.said.append(text)
 
 
-def test_variables_and_files_are_halved_together_between_the_clean_ab_s_ends():
-    """Clean HEAD (every variable blanked, no patch) 80 tok/s, now 64: the difference is two tuning
-    variables and two changed files, of which ``b.py`` is slow. Halved together, one launch a
-    step: the variables' half is cleared, then ``a.py``; ``b.py``, left by elimination, is launched
-    alone and shows the drop. Each half's state keeps its own variables and blanks the others."""
+def _joint(means: dict[str, float], variables: list[str], files: list[str]):
+    """``joint.localize`` on a dear node: clean HEAD (every variable blanked, no patch) 80 tok/s,
+    now (all of them) 64; each prefix's mean from ``means``."""
     from agent import joint
 
     hunt = Hunt(run_id="r", policy="methodical", target=Target(repo="/r", good_value=80, bad_value=64, slots=1),
                 budget=Budget())  # fmt: skip
-    node = DearNode(hunt, {"clean+NCCL_A+NCCL_B": 80.0, "clean+a.py": 80.0, "clean+b.py": 64.0})
+    node = DearNode(hunt, means)
     rng = random.Random(3)
     clean = _measured(hunt, "clean", _launches(rng, 80.0, 2, 4), [4, 4])
     now = _measured(hunt, "now", _launches(rng, 64.0, 2, 4), [4, 4])
     env = [Hypothesis(id=f"e{i}", category="environment", statement=f"{v}=1 slows it", test="A/B", status="open",
-                      subject=v) for i, v in enumerate(["NCCL_A", "NCCL_B"])]  # fmt: skip
+                      subject=v) for i, v in enumerate(variables)]  # fmt: skip
     patches = [Hypothesis(id=f"p{i}", category="uncommitted", statement=f"{p} slows it", test="A/B", status="open",
-                          subject=p) for i, p in enumerate(["a.py", "b.py"])]  # fmt: skip
+                          subject=p) for i, p in enumerate(files)]  # fmt: skip
     joint.localize(hunt, node, env, patches, now, clean)  # type: ignore[arg-type]
-    assert node.launched == ["clean+NCCL_A+NCCL_B", "clean+a.py", "clean+b.py"] and node.pairs == []
+    return node, env, patches, hunt, clean, now
+
+
+def test_variables_and_files_are_bisected_together_as_prefixes_between_the_clean_ab_s_ends():
+    """Two tuning variables and two changed files, of which ``b.py`` (the last) is slow. Each step
+    is one launch of clean HEAD with the first k suspects: the variables alone run like clean, so
+    does the variables plus ``a.py``; ``b.py`` is the one suspect between that state and now,
+    which the clean A/B measured already: two launches, no A/B, no launch of ``b.py`` alone. Each
+    prefix keeps its own variables and blanks the others."""
+    node, env, patches, _hunt, _clean, now = _joint(
+        {"clean+NCCL_A+NCCL_B": 80.0, "clean+NCCL_A+NCCL_B+a.py": 80.0}, ["NCCL_A", "NCCL_B"], ["a.py", "b.py"]
+    )
+    assert node.launched == ["clean+NCCL_A+NCCL_B", "clean+NCCL_A+NCCL_B+a.py"] and node.pairs == []
     assert node.planned_states[0] == ("clean+NCCL_A+NCCL_B", "HEAD", {}, None)  # both variables as they are
-    assert node.planned_states[1] == ("clean+a.py", "WORKTREE", {"NCCL_A": "", "NCCL_B": ""}, ["a.py"])
+    assert node.planned_states[1] == ("clean+NCCL_A+NCCL_B+a.py", "WORKTREE", {}, ["a.py"])
     assert [x.status for x in env + patches] == ["refuted", "refuted", "refuted", "supported"]
-    assert patches[1].reason.startswith("localization: clean HEAD with only b.py reproduces the slowdown (clean ")
+    b = patches[1]
+    assert b.reason.startswith(
+        "localization: clean HEAD with [NCCL_A, NCCL_B, a.py] runs like clean HEAD, with b.py added it reproduces"
+    )
+    assert b.evidence[1] == now.id  # the two states that differ in b.py alone: the last prefix and now
     assert "the change that matters: b.py (uncommitted)" in node.said
+
+
+def test_a_cause_in_the_middle_is_named_by_the_two_prefixes_either_side_of_it():
+    """Eleven suspects (three variables, eight files), the fifth slow, as in the seed's
+    ``eagle3_topk_patch``: four launches (the halving of arbitrary halves took five: four steps
+    and the survivor alone). The first five are slow, the first two fast, the first three and
+    four fast: the fifth is the one the first four lack. Each variable not yet added is blanked."""
+    variables = ["NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_PROTO"]
+    files = ["engine.py", "topk.py", "c.py", "d.py", "e.py", "f.py", "g.py", "h.py"]
+    suspects = variables + files
+    means = {"clean+" + "+".join(suspects[:k]): 80.0 if k < 5 else 64.0 for k in range(1, 11)}
+    node, env, patches, hunt, _clean, _now = _joint(means, variables, files)
+    assert node.launched == ["clean+" + "+".join(suspects[:k]) for k in (5, 2, 3, 4)] and node.pairs == []
+    assert node.planned_states[1][2] == {"NCCL_PROTO": ""}  # the first two kept, the third blanked
+    assert [x.subject for x in env + patches if x.status == "supported"] == ["topk.py"]
+    topk = patches[1]
+    fast, slow = (hunt.get(i) for i in topk.evidence)
+    assert (fast.label, slow.label) == ("clean+" + "+".join(suspects[:4]), "clean+" + "+".join(suspects[:5]))
+    assert all(x.status == "refuted" for x in env + patches if x is not topk)
+    assert patches[2].reason.startswith("localization: clean HEAD with only [NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_PROTO, ")
