@@ -603,11 +603,12 @@ class Runtime:
 
     def measure_arms(self, hunt: Hunt, arms: list[Measured], samples: int) -> list[Measured]:
         """Three states in one experiment (``Measurer.measure_arms``: launches L P O P on a
-        one-slot host), ``samples`` new samples each, recorded as one call."""
+        one-slot host), ``samples`` each (a warm lead's samples on its launch count), recorded as
+        one call."""
         self.check_wall(hunt)
         states = [self._state(hunt, m) for m in arms]
         labels = ", ".join(m.label for m in arms)
-        self.say(hunt, "probe", f"measuring {labels} in one experiment ({samples} new samples each)")
+        self.say(hunt, "probe", f"measuring {labels} in one experiment ({samples} samples each on its launches)")
 
         def live() -> dict:
             got = self.ctx.measurer.measure_arms(states, self.workload, samples)

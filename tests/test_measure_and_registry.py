@@ -374,12 +374,13 @@ def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_
     clean = State(label="arm-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
     good = State(label="arm-good", ref=scen.good_sha, launch=ann["launch_command"])
     m.measure(now, own, 2)  # the reproduction's server stays up
-    before = m.cost.launches
+    before, samples_before = m.cost.launches, m.cost.samples
     (mn, mc, mg), most = most_servers_during(m, lambda: m.measure_arms([now, clean, good], own, 4))
     assert most == 1  # one slot: never a second server
-    # now: 4 new samples on its warm server (no launch); clean in halves around good: 3 launches
+    # now: on its warm server (no launch), the reproduction's 2 samples there count, 2 new make its
+    # 4; clean in halves around good: 3 launches
     assert m.cost.launches - before == 3
-    assert mn.groups == [6] and len(mn.samples) == 6  # 2 from the reproduction, 4 new, one launch
+    assert mn.groups == [4] and len(mn.samples) == 4 and m.cost.samples - samples_before == 2 + 4 + 4
     assert mc.groups == [2, 2] and mg.groups == [4]
     assert mg.summary.median < mc.summary.median * 0.9 or mg.summary.median > mc.summary.median * 1.1
     with pytest.raises(ValueError, match="three states"):

@@ -746,20 +746,31 @@ class Measurer:
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
     def measure_arms(self, arms: list[State], workload: Workload, samples: int) -> list[Measurement]:
-        """Three states measured in one experiment, ``samples`` new samples each, on a one-slot
-        host (two A/Bs that share a state: L vs P and P vs O). Launches in the order L P O P: the
-        lead (new samples on its server when it is still up from the step before), the pivot split
-        in two blocks around the other, so the pivot and the other sit symmetrically in time (a
-        linear drift falls on both alike) and the pivot has two launches (its launch-to-launch
-        spread measured). One launch fewer than two A B A rounds with a warm lead, two fewer without."""
+        """Three states measured in one experiment, ``samples`` each, on a one-slot host (two A/Bs
+        that share a state: L vs P and P vs O). Launches in the order L P O P: the lead (on its
+        server when it is still up from the step before), the pivot split in two blocks around the
+        other, so the pivot and the other sit symmetrically in time (a linear drift falls on both
+        alike) and the pivot has two launches (its launch-to-launch spread measured). One launch
+        fewer than two A B A rounds with a warm lead, two fewer without.
+
+        A warm lead's samples already taken on that launch (the reproduction's, just before) count
+        toward its ``samples``: it is the same server, and they were taken moments before the
+        rest. Before, the lead took ``samples`` new ones on top: five samples more than the
+        experiment needs in every hunt that reproduces and then takes this experiment."""
         if len(arms) != 3 or len({a.label for a in arms}) != 3:
             raise ValueError("measure_arms takes three states with distinct labels")
         with self._lock:
             entries = [self._entry(s, workload) for s in arms]
             (lead, el), (pivot, ep), (other, eo) = ((s, e) for s, (e, _t) in zip(arms, entries, strict=True))
             warm = self._is_warm(lead, workload)
+            on_its_launch = el["groups"][-1] if warm and el["groups"] else 0
             half = (samples + 1) // 2
-            order = [(lead, el, samples), (pivot, ep, half), (other, eo, samples), (pivot, ep, samples - half)]
+            order = [
+                (lead, el, max(0, samples - on_its_launch)),
+                (pivot, ep, half),
+                (other, eo, samples),
+                (pivot, ep, samples - half),
+            ]
             try:
                 for i, (state, entry, block) in enumerate(order):
                     self._take(state, workload, entry, block, i > 0 or not warm, None)
