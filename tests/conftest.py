@@ -116,24 +116,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """``SLEUTH_NICE_BESIDE=GROUP`` (.ci/run's slow step): a worker lowers its own priority (nice
-    10, for the rest of its life) before its first test outside that xdist group. The slow step's
-    longest path is the real cases, one at a time on one worker; the other worker's lab hunts and
-    killed services wait more than they compute, and at equal priority they took the CPU the real
-    benchmarks needed. A niced test still gets every cycle the real case leaves: no more
-    contention than the busy loops ``bench/flake.py`` puts beside the whole suite."""
-    group = os.environ.get("SLEUTH_NICE_BESIDE")
-    if not group or os.environ.get("PYTEST_XDIST_WORKER") is None or _NICED:
-        return
-    if group not in {str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args}:
-        os.nice(10)
-        _NICED.append(True)
-
-
-_NICED: list[bool] = []
-
-
 @pytest.fixture(scope="session")
 def seed_scenario(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
     return build(load_spec(SEED_SPEC), tmp_path_factory.mktemp("seed") / "scenario")
