@@ -49,22 +49,21 @@ def localize(hunt: Hunt, rt: Runtime, env: list[Hypothesis], patches: list[Hypot
 
     full = now.median - clean.median
     lo, hi = 0, len(suspects)  # prefix(lo) runs like clean, prefix(hi) is slow
-    ends: dict[int, Measured] = {lo: clean, hi: now}
+    fast, slow = None, now  # their measurements (None: prefix(0), clean itself)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         m, step = one_launch_step(hunt, rt, clean, now, prefix(mid), full)
         moved, clean, m, numbers = step or halving_step(hunt, rt, clean, m, "clean", full)
-        ends[mid] = m
         names = ", ".join(x.subject or "" for x in suspects[:mid])
         if moved:
             why = f"localization: clean HEAD with only [{names}] already reproduces the slowdown ({numbers})"
-            cleared, hi = suspects[mid:hi], mid
+            cleared, hi, slow = suspects[mid:hi], mid, m
         else:
             why = f"localization: clean HEAD with [{names}] is as fast as clean HEAD ({numbers})"
-            cleared, lo = suspects[lo:mid], mid
+            cleared, lo, fast = suspects[lo:mid], mid, m
         for x in cleared:
             x.status, x.reason, x.evidence = "refuted", why, [clean.id, m.id]
-    last, fast, slow = suspects[hi - 1], ends[lo] if lo else clean, ends[hi]
+    last, fast = suspects[hi - 1], fast or clean  # clean as last measured (a step's A/B may add to it)
     numbers = fmt(launch_aware(hunt, fast, slow, context=True), fast, slow, hunt.target.metric)
     before = ", ".join(x.subject or "" for x in suspects[:lo])
     with_it = (

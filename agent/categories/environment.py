@@ -144,8 +144,7 @@ def _history_next(hunt: Hunt) -> bool:
 def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
     """The clean A/B and the history A/B's first round in one experiment: now (on its server still
     up from the reproduction, whose samples there count), clean HEAD, the known-good commit and
-    clean HEAD again
-    (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
+    clean HEAD again (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
     clean while unknown); the good commit's samples wait for the history test, which takes them as
     its first round once the variables turn out to change nothing (``hunt.history_round``)."""
     blank = _blanked(env)
