@@ -22,7 +22,8 @@ from tools.pool import RayProbePool
 from transcripts.store import Store
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.ray
+# One worker holds the module (its Ray head is made once): .ci/run runs these beside the slow step.
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
