@@ -201,7 +201,14 @@ def launch_context(hunt: Hunt, exclude: tuple[str, ...] = ()) -> list[list[list[
     return [split_launches(m.samples, m.groups) for m in best.values()]
 
 
-def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[str, str] | Measured, n: int):
+def fresh_ab(
+    hunt: Hunt,
+    rt: Runtime,
+    a: tuple[str, str] | Measured,
+    b: tuple[str, str] | Measured,
+    n: int,
+    known_a: Measured | None = None,
+):
     """A confirmation: a fresh A/B of a against b (each a (label, ref), or a state measured
     before: its env and launch too, none of its samples) on servers launched for it, ``n``
     new samples each (at least 6: 5 + 5 is the fewest with which a rank test can reach p <= 0.01
@@ -214,10 +221,20 @@ def fresh_ab(hunt: Hunt, rt: Runtime, a: tuple[str, str] | Measured, b: tuple[st
     spread measured over the whole hunt (``launch_context``: the two launches alone cannot tell a
     launch's offset from the change); an unknown answer takes B then A next, so the two rounds
     together are the balanced A B B A. One launch fewer than A B A, which measured that spread
-    from one repeated launch (one degree of freedom) and leaned on a prior for the rest."""
+    from one repeated launch (one degree of freedom) and leaned on a prior for the rest.
+
+    ``known_a``: a's side as measured fresh moments ago by the confirmation before this one (HEAD,
+    when several steps of one range are each confirmed by their own revert). Where launches are
+    dear and it holds ``n`` samples, only b is launched: the confirmations together are one
+    experiment of one launch per state (HEAD, HEAD+revert1, HEAD+revert2), judged as each A/B is
+    (the hunt's launch-to-launch spread), instead of a HEAD launch per culprit."""
     n = max(n, rt.ab_samples(hunt))
     single = rt.dear_launches(hunt)
-    ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
+    if single and known_a is not None and len(known_a.samples) >= n:
+        ma = known_a
+        mb = rt.fresh_one(hunt, b if isinstance(b, Measured) else rt.planned(hunt, *b), n)
+    else:
+        ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
     cmp = launch_aware(hunt, ma, mb, context=single)
     for i, more in enumerate(further_rounds(hunt, n)):
         if cmp.verdict != "unknown":

@@ -27,7 +27,7 @@ def verdict(hunt: Hunt) -> dict:
                 "id": h.id,
                 "category": h.category,
                 "statement": h.statement,
-                "status": "refuted" if h.status == "demoted" else h.status,
+                "status": {"demoted": "refuted", "untested": "open"}.get(h.status, h.status),
                 "demoted": h.status == "demoted",
                 "reason": h.reason,
                 "evidence": h.evidence,

@@ -601,30 +601,39 @@ class Runtime:
             self._measured(hunt, b.label, b.ref, b.env, b.launch, got["b"]),
         )
 
-    def measure_arms(self, hunt: Hunt, arms: list[Measured], samples: int) -> list[Measured]:
+    def measure_arms(
+        self,
+        hunt: Hunt,
+        arms: list[Measured],
+        samples: int,
+        other_needed: Callable[[list[float], list[float]], bool] | None = None,
+    ) -> list[Measured | None]:
         """Three states in one experiment (``Measurer.measure_arms``: launches L P O P on a
         one-slot host), ``samples`` each (a warm lead's samples on its launch count), recorded as
-        one call."""
+        one call. ``other_needed``: asked before the third arm is launched (its answer recorded
+        with the call); an arm left out is None."""
         self.check_wall(hunt)
         states = [self._state(hunt, m) for m in arms]
         labels = ", ".join(m.label for m in arms)
         self.say(hunt, "probe", f"measuring {labels} in one experiment ({samples} samples each on its launches)")
 
         def live() -> dict:
-            got = self.ctx.measurer.measure_arms(states, self.workload, samples)
+            got = self.ctx.measurer.measure_arms(states, self.workload, samples, other_needed)
             return {
-                "arms": [{"samples": m.samples[-samples:], "verify_ms": m.verify_ms} for m in got],
-                "groups": [last_groups(m.groups, samples) for m in got],
+                "arms": [{"samples": m.samples[-samples:], "verify_ms": m.verify_ms} if m else None for m in got],
+                "groups": [last_groups(m.groups, samples) if m else [] for m in got],
             }
 
         args = {"arms": [_side(st) for st in states], "samples": samples, "fresh": True}
+        if other_needed is not None:
+            args["other_if_needed"] = True
         try:
             got = self.observe(hunt, "measure_arms", args, lambda: self._costed(hunt, live))
         except ProbeError as exc:
             self.broken_state(hunt, getattr(exc, "label", labels), exc)
             raise
         return [
-            self._measured(hunt, m.label, m.ref, m.env, m.launch, {**side, "groups": groups})
+            self._measured(hunt, m.label, m.ref, m.env, m.launch, {**side, "groups": groups}) if side else None
             for m, side, groups in zip(arms, got["arms"], got["groups"], strict=True)
         ]
 
@@ -642,6 +651,29 @@ class Runtime:
         each), none reused from earlier measurements. What a confirmation is made of."""
         sides = [side if isinstance(side, Measured) else self.planned(hunt, *side) for side in (a, b)]
         return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True, single=single)
+
+    def fresh_one(self, hunt: Hunt, planned: Measured, samples: int) -> Measured:
+        """``samples`` new samples of one state (``planned``) on a server launched for them: a
+        confirmation's side whose other side was measured fresh moments before (``fresh_ab``'s
+        ``known_a``)."""
+        self.check_wall(hunt)
+        state = self._state(hunt, planned)
+        self.say(
+            hunt, "probe", f"measuring {planned.label} ({state.ref[:10]}) on its own launch ({samples} new samples)"
+        )
+
+        def live() -> dict:
+            m = self.ctx.measurer.measure(state, self.workload, samples, fresh=True)
+            return {"samples": m.samples[-samples:], "verify_ms": m.verify_ms, "groups": last_groups(m.groups, samples)}
+
+        args = {"ref": state.ref, "launch": state.launch, "samples": samples, "fresh": True}
+        args |= {"env": state.env} if state.env else {}
+        try:
+            got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live))
+        except ProbeError as exc:
+            self.broken_state(hunt, planned.label, exc)
+            raise
+        return self._measured(hunt, planned.label, state.ref, planned.env, state.launch, got)
 
     def dear_launches(self, hunt: Hunt) -> bool:
         """A one-slot server host where a launch costs at least ``LAUNCH_IN_SAMPLES`` samples (this

@@ -18,7 +18,8 @@ from tools.bench import BenchConfig
 
 Status = Literal["running", "concluded", "awaiting_approval", "inconclusive", "failed"]
 Category = Literal["hardware", "environment", "uncommitted", "history", "config", "dependencies", "code_path"]
-HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive"]
+# "untested": left out on purpose, its reason says why (the verdict shows it "open", with that reason).
+HypStatus = Literal["open", "supported", "refuted", "demoted", "inconclusive", "untested"]
 Kind = Literal["commit", "uncommitted", "env", "config", "dependency", "hardware", "external", "multiple", "none"]
 
 
@@ -179,6 +180,9 @@ class Hunt(BaseModel):
     # The history A/B's first round (good-candidate, HEAD measurement ids), when it was measured
     # in one experiment with the clean A/B (``agent.categories.environment``; one-slot hosts).
     history_round: list[str] = []
+    # Why the history A/B is not needed, when that experiment left the known-good commit out: clean
+    # HEAD gave back the drop to the alert's good value (``agent.categories.environment``).
+    history_unneeded: str = ""
     packages: dict = {}  # what the launch's Python has installed now: dists {name: version}, driver, python
     package_changes: list[dict] = []  # tools.packages.Change, against package_reference
     package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)

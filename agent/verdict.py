@@ -63,7 +63,9 @@ class HypothesisRow(BaseModel):
     id: str = Field(description="h1, h2, ... in the order stated")
     category: Category = Field(description="the ledger's category")
     statement: str = Field(description="the hypothesis, stated before its test ran")
-    status: Literal["open", "supported", "refuted", "inconclusive"] = Field(description="the test's verdict")
+    status: Literal["open", "supported", "refuted", "inconclusive"] = Field(
+        description="the test's verdict; open: not tested (the budget ended first, or its reason says why)"
+    )
     demoted: bool = Field(description="refuted by a reading, not a measurement (e.g. a file on an unused code path)")
     reason: str = Field(description="why: the numbers")
     evidence: list[str] = Field(description="ids of the measurements that decided it")

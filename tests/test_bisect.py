@@ -202,6 +202,25 @@ def test_a_level_halfway_between_the_references_is_never_called_good_by_the_like
     assert _classify(good, bad, near_good, BisectConfig(), at_cap=False)[0] == "good"
 
 
+def test_a_probe_between_two_steps_far_above_the_noise_is_decided_on_its_first_samples():
+    """The lab's uneven steps: 25 % and 17 % steps under 0.7 % noise. A probe between them is the bad
+    side of the first step's search as soon as it is clearly off good by the smallest step that
+    counts; the rank test alone cannot say so at alpha 0.0015 before 6 or 7 samples, so every such
+    probe took 3 + 2 + 2."""
+    shas, parents = chain(42)
+
+    def level(s: str) -> float:
+        i = int(s[1:])
+        return 91 * (0.85 if i >= 9 else 1) * (0.88 if i >= 30 else 1)
+
+    probe, calls = noisy(level, 0.007, 5)
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(verify=False))
+    assert [c.sha for c in res.culprits] == ["c0009", "c0030"]
+    between = {r.sha for r in res.records if 9 <= int(r.sha[1:]) < 30} - {"c0009"}
+    taken = {sha: sum(n for s, n in calls if s == sha) for sha in between}
+    assert between and all(n == BisectConfig().initial_samples for n in taken.values()), taken
+
+
 def test_the_commit_graph_says_which_commits_of_the_range_hold_an_ancestor_merges_included():
     from tools.bisect import CommitGraph
 

@@ -387,6 +387,27 @@ def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_
         m.measure_arms([now, clean], own, 2)
 
 
+def test_a_third_arm_not_needed_is_never_launched_and_the_pivot_keeps_its_two_launches(lab):
+    scen, ann, workload, m = lab
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 18}))  # nothing cached for it
+    now = State(label="arm2-now", ref=scen.head_sha, launch=ann["launch_command"])
+    clean = State(label="arm2-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
+    good = State(label="arm2-good", ref=scen.good_sha, launch=ann["launch_command"])
+    m.measure(now, own, 2)
+    before, samples_before = m.cost.launches, m.cost.samples
+    asked: list[tuple[int, int]] = []
+
+    def not_needed(lead: list[float], pivot: list[float]) -> bool:
+        asked.append((len(lead), len(pivot)))
+        return False
+
+    mn, mc, mg = m.measure_arms([now, clean, good], own, 4, not_needed)
+    assert asked == [(4, 2)]  # the lead's samples on its launch and the pivot's first block
+    assert mg is None and mn is not None and mc is not None and mc.groups == [2, 2]
+    assert m.cost.launches - before == 2 and m.cost.samples - samples_before == 2 + 4  # L (warm) P P
+    assert m.measure(good, own, 1).launches == 1  # the other was never launched before
+
+
 def test_a_single_launch_pair_is_one_launch_per_side_in_the_order_given(lab):
     scen, ann, workload, m = lab
     own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 16}))  # nothing cached for it

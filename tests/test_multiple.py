@@ -151,7 +151,7 @@ def _confirm_steps(monkeypatch, hunt, outcome: dict, culprits: list[str]) -> tup
     confirmation scripted by ``outcome``: the culprits kept, and what the hunt said."""
     from agent.categories import history
 
-    def confirm_one(hunt, rt):
+    def confirm_one(hunt, rt, head=None):
         hunt.confirmation = outcome[hunt.root_ref]
         return True
 
@@ -346,3 +346,73 @@ def test_a_share_is_a_ratio_and_a_difference_only_where_a_value_is_not_positive(
     assert _fraction(1.25, 1.0, 1.5625, 1.0) == pytest.approx(0.5)  # one of two 1.25x steps: half
     assert _fraction(1.5625, 1.25, 1.5625, 1.0) == pytest.approx(0.5)  # the other: half too
     assert _fraction(-1.0, 0.0, -2.0, 0.0) == pytest.approx(0.5)  # a metric at 0 or below: differences
+
+
+class _DearConfirmations:
+    """A one-slot node where a launch is dear, as ``fresh_ab`` sees it: ``fresh_one`` launches one
+    state (its samples from ``means``), ``fresh_pair`` launches both sides."""
+
+    def __init__(self, means: dict[str, float], dear: bool = True) -> None:
+        self.means, self.dear, self.launched = means, dear, []
+
+    def dear_launches(self, hunt) -> bool:
+        return self.dear
+
+    def ab_samples(self, hunt, alpha: float = 0.01) -> int:
+        return 8
+
+    def planned(self, hunt, label, ref):
+        from agent.state import Measured
+
+        return Measured(id="", label=label, ref=ref, launch="L", samples=[], median=0, ci_low=0, ci_high=0, cv=0)
+
+    def _one(self, hunt, label):
+        self.launched.append(label)
+        mean = self.means[label]
+        return _measured(hunt, label, [mean * (1 + 0.004 * ((i * 7) % 5 - 2)) for i in range(8)], [8])
+
+    def fresh_one(self, hunt, planned, samples):
+        return self._one(hunt, planned.label)
+
+    def fresh_pair(self, hunt, a, b, samples, single=False):
+        return self._one(hunt, a[0]), self._one(hunt, b[0])
+
+
+def _hunt_on_one_slot():
+    """A 23 % drop (89 -> 68.5 tok/s) on a one-slot host; its earlier states measured on two launches
+    each (the launch-to-launch spread a one-launch-per-side A/B is judged with)."""
+    from agent.state import Budget, Hunt, Target
+
+    hunt = Hunt(run_id="r", policy="methodical", target=Target(repo="/r", good_value=89, bad_value=68.5, slots=1),
+                budget=Budget())  # fmt: skip
+    _measured(hunt, "good-candidate", [91.0, 91.2, 90.8, 91.1, 90.6, 90.9, 91.3, 90.7], [4, 4])
+    _measured(hunt, "probe", [80.1, 80.4, 79.9, 80.2, 80.9, 81.0, 80.7, 80.8], [4, 4])
+    return hunt
+
+
+def test_where_launches_are_dear_a_further_steps_confirmation_launches_only_its_revert():
+    """Two steps of one range, each confirmed by its own revert: the second confirmation takes HEAD
+    as the first one measured it, fresh moments before, and launches only HEAD+revert. Three
+    launches for the two confirmations (HEAD, each revert), not four: one launch and eight samples
+    fewer on a node where a launch costs minutes (the lab's uneven steps)."""
+    from agent.experiments import fresh_ab
+
+    hunt = _hunt_on_one_slot()
+    head = _measured(hunt, "HEAD", [68.5, 68.6, 68.3, 68.7, 68.4, 68.5, 68.6, 68.4], [8])
+    host = _DearConfirmations({"HEAD": 68.5, "HEAD+revert": 76.0})
+    cmp, ma, mb = fresh_ab(hunt, host, ("HEAD", "HEAD"), ("HEAD+revert", "r2"), 8, known_a=head)  # type: ignore[arg-type]
+    assert host.launched == ["HEAD+revert"] and ma is head
+    assert cmp.verdict == "different" and mb.median > ma.median
+
+
+@pytest.mark.parametrize("why", ["launches are cheap", "HEAD has fewer samples than the A/B takes"])
+def test_otherwise_each_confirmation_launches_both_of_its_sides(why):
+    from agent.experiments import fresh_ab
+
+    hunt = _hunt_on_one_slot()
+    head = _measured(hunt, "HEAD", [68.5, 68.6, 68.3, 68.7, 68.4], [5])
+    if why == "launches are cheap":
+        head = _measured(hunt, "HEAD", [68.5, 68.6, 68.3, 68.7, 68.4, 68.5, 68.6, 68.4], [8])
+    host = _DearConfirmations({"HEAD": 68.5, "HEAD+revert": 76.0}, dear=why != "launches are cheap")
+    _cmp, ma, _mb = fresh_ab(hunt, host, ("HEAD", "HEAD"), ("HEAD+revert", "r2"), 8, known_a=head)  # type: ignore[arg-type]
+    assert host.launched == ["HEAD", "HEAD+revert"] and ma is not head

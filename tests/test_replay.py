@@ -180,3 +180,25 @@ def test_the_recorded_world_serves_a_call_on_the_recorded_path_whole_with_its_gr
     half = Cassette(events, strict=False).answer("measure_pair", {**call["args"], "samples": 2})
     pooled = {"a": {"samples": [90.0, 91.0], "verify_ms": []}, "b": {"samples": [60.0, 61.0], "verify_ms": []}}
     assert half.result == pooled
+
+
+def test_the_recorded_world_leaves_out_the_arm_its_experiment_left_out_and_serves_fresh_samples_after_the_rest():
+    from transcripts.cassette import Cassette
+
+    arms = [{"ref": r, "launch": "serve"} for r in ("now", "clean", "good")]
+    result = {"arms": [{"samples": [60.0] * 4, "verify_ms": []}, {"samples": [90.0] * 4, "verify_ms": []}, None],
+              "groups": [[4], [2, 2], []]}  # fmt: skip
+    args = {"arms": arms, "samples": 4, "fresh": True, "other_if_needed": True}
+    fresh_one = {"ref": "clean", "launch": "serve", "samples": 2, "fresh": True}
+    events = [
+        {"seq": 1, "kind": "tool_call", "payload": {"name": "measure_arms", "args": args}},
+        {"seq": 2, "kind": "tool_result", "payload": {"name": "measure_arms", "result": result, "error": None}},
+        {"seq": 3, "kind": "tool_call", "payload": {"name": "measure", "args": fresh_one}},
+        {"seq": 4, "kind": "tool_result", "payload": {"name": "measure", "result": {"samples": [91.0, 92.0]},
+                                                       "error": None}},
+    ]  # fmt: skip
+    world = Cassette(events, strict=False)
+    got = world.answer("measure_arms", args)
+    assert got.result["arms"][2] is None and got.result["arms"][1]["samples"] == [90.0] * 4
+    # A fresh measurement of one state is the samples after those already handed out.
+    assert world.answer("measure", fresh_one).result["samples"] == [91.0, 92.0]

@@ -377,6 +377,26 @@ def _staircase_spec() -> str:
     return (CORE / "two_culprits.toml").read_text()
 
 
+def _topk_patch_spec() -> str:
+    return (CORE.parent / "seed" / "eagle3_topk_patch.toml").read_text()
+
+
+def _the_patch(truth: dict) -> dict:
+    return {"kind": "uncommitted", "ref": truth["root_causes"][0]["ref"]}
+
+
+def _history_left_untested(verdict: dict) -> None:
+    # The seed's patch scenario on its one-slot host: clean HEAD (every variable blanked, no patch)
+    # gives the whole drop back to the alert's good value, so the known-good commit is never
+    # launched and the history is left untested, saying why (one launch and 8 samples fewer).
+    history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "open" and history["reason"].startswith("not tested: clean HEAD gives back")
+    assert "the known-good commit was not launched" in history["reason"], history["reason"]
+    assert verdict["root_cause"]["ref"].endswith("layers/moe/topk.py")
+    env = [h for h in verdict["hypotheses"] if h["category"] == "environment"]
+    assert len(env) == 3 and all(h["status"] == "refuted" for h in env), env
+
+
 def _every_culprit(truth: dict) -> dict:
     return {"kind": "multiple", "refs": [c["ref"] for c in truth["root_causes"]]}
 
@@ -463,6 +483,12 @@ WORLDS: dict[str, World] = {
         "the small scenario hunted by the bisect-only policy, its spec stored: another policy replays "
         "against the world rebuilt from it (tests/test_replay.py)",
         _history_alone,
+    ),
+    "topk_patch": World(
+        _lab(_topk_patch_spec, _the_patch),
+        "the seed's patch scenario: clean HEAD gives the whole drop back, so the known-good commit is never "
+        "launched and the history is left untested with the reason",
+        _history_left_untested,
     ),
     "staircase": World(
         _lab(_staircase_spec, _every_culprit),

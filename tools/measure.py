@@ -628,13 +628,20 @@ class Measurer:
         self.close()
 
     def measure(
-        self, state: State, workload: Workload, samples: int, on_sample: Callable[[str, float], None] | None = None
+        self,
+        state: State,
+        workload: Workload,
+        samples: int,
+        on_sample: Callable[[str, float], None] | None = None,
+        fresh: bool = False,
     ) -> Measurement:
-        """At least ``samples`` samples of ``state`` (cached ones count)."""
+        """At least ``samples`` samples of ``state`` (cached ones count; ``fresh``: ``samples`` new
+        ones on a server launched for them, the last ``samples`` of the result)."""
         with self._lock:
             entry, tree = self._entry(state, workload)
             try:
-                self._take(state, workload, entry, samples - len(entry["samples"]), False, on_sample)
+                need = samples if fresh else samples - len(entry["samples"])
+                self._take(state, workload, entry, need, fresh, on_sample)
             finally:
                 self.cache.save()
             return _measurement(state, tree, entry)
@@ -745,7 +752,13 @@ class Measurer:
                     self.cache.save()
             return _measurement(a, tree_a, ea), _measurement(b, tree_b, eb)
 
-    def measure_arms(self, arms: list[State], workload: Workload, samples: int) -> list[Measurement]:
+    def measure_arms(
+        self,
+        arms: list[State],
+        workload: Workload,
+        samples: int,
+        other_needed: Callable[[list[float], list[float]], bool] | None = None,
+    ) -> list[Measurement | None]:
         """Three states measured in one experiment, ``samples`` each, on a one-slot host (two A/Bs
         that share a state: L vs P and P vs O). Launches in the order L P O P: the lead (on its
         server when it is still up from the step before), the pivot split in two blocks around the
@@ -756,7 +769,12 @@ class Measurer:
         A warm lead's samples already taken on that launch (the reproduction's, just before) count
         toward its ``samples``: it is the same server, and they were taken moments before the
         rest. Before, the lead took ``samples`` new ones on top: five samples more than the
-        experiment needs in every hunt that reproduces and then takes this experiment."""
+        experiment needs in every hunt that reproduces and then takes this experiment.
+
+        ``other_needed(lead's samples on its launch, the pivot's first block)``: asked before the
+        other is launched; False leaves it out (L P P: the pivot keeps its two launches) and its
+        entry in the result None. The hunt's clean A/B asks whether the known-good commit is needed
+        at all once clean HEAD gives the drop back (``agent.categories.environment``)."""
         if len(arms) != 3 or len({a.label for a in arms}) != 3:
             raise ValueError("measure_arms takes three states with distinct labels")
         with self._lock:
@@ -771,12 +789,19 @@ class Measurer:
                 (other, eo, samples),
                 (pivot, ep, samples - half),
             ]
+            skipped = False
             try:
                 for i, (state, entry, block) in enumerate(order):
+                    if i == 2 and other_needed is not None:
+                        skipped = not other_needed(el["samples"][-samples:], ep["samples"][-half:])
+                        if skipped:
+                            continue
                     self._take(state, workload, entry, block, i > 0 or not warm, None)
             finally:
                 self.cache.save()
-            return [_measurement(s, tree, e) for s, (e, tree) in zip(arms, entries, strict=True)]
+            kept = list(zip(arms, entries, strict=True))[: 2 if skipped else 3]
+            out: list[Measurement | None] = [_measurement(s, tree, e) for s, (e, tree) in kept]
+            return out + [None] * (3 - len(out))
 
     def _interleave(
         self, sides: list[tuple[State, dict, int]], workload: Workload, fresh: bool, on_sample, single: bool = False

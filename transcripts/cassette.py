@@ -52,10 +52,12 @@ def _state(args: dict) -> tuple[str, str, str]:
 
 def _sides(name: str, args: dict, result: Any) -> list[tuple[dict, Any]]:
     """(state args, its part of the result) of each state a ``measure_pair`` (sides a and b) or
-    ``measure_arms`` (a list of arms) call measured; the parts are None without a result."""
+    ``measure_arms`` (a list of arms) call measured; the parts are None without a result. An arm
+    the experiment left out (``other_if_needed``: its result None) measured nothing."""
     if name == "measure_arms":
-        got = result["arms"] if result is not None else [None] * len(args["arms"])
-        return list(zip(args["arms"], got, strict=True))
+        if result is None:
+            return [(arm, None) for arm in args["arms"]]
+        return [(arm, got) for arm, got in zip(args["arms"], result["arms"], strict=True) if got is not None]
     return [(args[k], result[k] if result is not None else None) for k in ("a", "b")]
 
 
@@ -66,7 +68,7 @@ def _samples_of(name: str, result: Any) -> Any:
     """The samples a measuring call's result holds, per state: what two answers must share to be
     the same answer (the rest, groups and costs, is how they were taken)."""
     if name == "measure_arms":
-        return [arm["samples"] for arm in result["arms"]]
+        return [arm["samples"] if arm else None for arm in result["arms"]]
     if name == "measure_pair":
         return [result[k]["samples"] for k in ("a", "b")]
     return result["samples"] if isinstance(result, dict) else result
@@ -141,7 +143,8 @@ class Cassette:
         if name in ("measure", "probe"):
             n = len(result["samples"]) if name == "measure" else args["start"] + args["n"]
             key = _state(args)
-            self.handed[key] = max(self.handed.get(key, 0), n)
+            fresh = name == "measure" and args.get("fresh")  # new samples on top of what it had
+            self.handed[key] = self.handed.get(key, 0) + n if fresh else max(self.handed.get(key, 0), n)
 
     def _pool_add(self, name: str, args: dict, result: Any) -> None:
         """Both are views of a state's sample cache: measure returns all of it, probe the slice
@@ -156,6 +159,9 @@ class Cassette:
         if name not in ("measure", "probe"):
             return
         key = _state(args)
+        if name == "measure" and args.get("fresh"):  # new samples only: they follow whatever the state had
+            self.pool.setdefault(key, []).extend(result["samples"])
+            return
         probed = result["samples"] if isinstance(result, dict) else result  # a list before costs were kept
         start, got = (0, result["samples"]) if name == "measure" else (args["start"], probed)
         have = self.pool.setdefault(key, [])
@@ -216,6 +222,13 @@ class Cassette:
         if name == "probe_budget":
             key = _state(args)
             return Answer({"new": key not in self.handed, "measured": len(self.handed)}, None)
+        if name == "measure" and args.get("fresh"):
+            key = _state(args)
+            have, start = self.pool.get(key, []), self.handed.get(key, 0)
+            if len(have) < start + args["samples"]:
+                return None
+            self.handed[key] = start + args["samples"]
+            return Answer({"samples": have[start : start + args["samples"]], "verify_ms": []}, None)
         if name == "measure":
             key = _state(args)
             have = self.pool.get(key, [])
@@ -226,9 +239,12 @@ class Cassette:
             return Answer({"samples": have[:n], "verify_ms": self.verify.get(key, [])[:n]}, None)
         if name in ("measure_pair", "measure_arms") and args.get("fresh"):
             served, ends = [], {}
-            for side, _ in _sides(name, args, None):
+            for i, (side, _) in enumerate(_sides(name, args, None)):
                 key = _state(side)
                 have, start = self.pool.get(key, []), self.handed.get(key, 0)
+                if len(have) < start + args["samples"] and i == 2 and args.get("other_if_needed"):
+                    served.append(None)  # the recording's experiment left it out: so does this one
+                    continue
                 if len(have) < start + args["samples"]:
                     return None
                 served.append({"samples": have[start : start + args["samples"]], "verify_ms": []})

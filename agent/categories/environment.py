@@ -9,9 +9,11 @@ tree with the variables blanked; localized one variable at a time (Bonferroni). 
 from __future__ import annotations
 
 import json
+import statistics
 
 from agent import joint
 from agent.experiments import ab, explains, fmt, set_verdict, setup_prefix
+from agent.multiple import EXPLAINED_PCT
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 
@@ -146,19 +148,51 @@ def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
     up from the reproduction, whose samples there count), clean HEAD, the known-good commit and
     clean HEAD again (``Runtime.measure_arms``). The clean A/B decides as ``ab`` does (more fresh rounds of now vs
     clean while unknown); the good commit's samples wait for the history test, which takes them as
-    its first round once the variables turn out to change nothing (``hunt.history_round``)."""
+    its first round once the variables turn out to change nothing (``hunt.history_round``).
+
+    With the alert's good value known, the known-good commit is launched only if clean HEAD's
+    first block leaves more than a fifth of the drop to it (``_good_needed``): where the working
+    tree holds the whole drop, the history cannot explain any of it, and its launch and samples
+    (9 real minutes on a GPU node) told nothing. Then ``hunt.history_unneeded`` says why, once the
+    whole clean A/B agrees, and the history is left untested (``history.test``)."""
     blank = _blanked(env)
     now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
     clean = rt.planned(hunt, "clean", "HEAD", env=blank)
     good = rt.planned(hunt, "good-candidate", hunt.good_candidate, env=blank)  # type: ignore[arg-type]
-    now, clean, good = rt.measure_arms(hunt, [now, clean, good], rt.ab_samples(hunt))
+    needed = _good_needed(hunt) if hunt.target.good_value else None
+    now, clean, good = rt.measure_arms(hunt, [now, clean, good], rt.ab_samples(hunt), needed)  # type: ignore[assignment]
     cmp, now, clean = ab(hunt, rt, now, clean, "now", "clean", better="b", first=True)
+    if good is None:
+        pct = _given_back(hunt, now.samples, clean.samples)
+        if explains(hunt, cmp, clean, now) and pct >= EXPLAINED_PCT:
+            hunt.history_unneeded = (
+                f"clean HEAD gives back {pct:.0f}% of the drop from now {now.median:.4g} to the alert's good "
+                f"value {hunt.target.good_value:g} ({fmt(cmp, now, clean, hunt.target.metric)}), so no commit "
+                "can hold a part of it that counts; the known-good commit was not launched"
+            )
+        rt.say(hunt, "localize", f"the known-good commit not launched: clean HEAD gives back {pct:.0f}% of the drop")
+        return cmp, now, clean, fmt(cmp, now, clean, hunt.target.metric)
     # The history test takes this round only under the same blanked variables (``probe_env``):
     # set when the variables turn out to change nothing, here or in their own A/B. Before, a
     # clean HEAD faster than now (a patch the cause) wasted the good commit's launch and the
     # history A/B launched both again.
     hunt.history_round = [good.id, clean.id]
     return cmp, now, clean, fmt(cmp, now, clean, hunt.target.metric)
+
+
+def _given_back(hunt: Hunt, now: list[float], clean: list[float]) -> float:
+    """How much of the drop from ``now`` to the alert's good value clean HEAD gives back, in
+    percent (medians; 0 where there is no drop to give back)."""
+    good, n, c = hunt.target.good_value or 0.0, statistics.median(now), statistics.median(clean)
+    drop = good - n if hunt.target.higher_is_better else n - good
+    back = c - n if hunt.target.higher_is_better else n - c
+    return back / drop * 100 if drop > 0 else 0.0
+
+
+def _good_needed(hunt: Hunt):
+    """``Runtime.measure_arms``' question before the known-good commit's launch: does clean HEAD's
+    first block leave a part of the drop that counts (over a fifth) for the history?"""
+    return lambda now, clean: _given_back(hunt, now, clean) < EXPLAINED_PCT
 
 
 def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measured) -> None:

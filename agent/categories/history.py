@@ -23,7 +23,7 @@ from agent.experiments import (
 )
 from agent.multiple import EXPLAINED_PCT, share
 from agent.runtime import Runtime
-from agent.state import Action, Hunt, Hypothesis
+from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.git import revert_branch
 from tools.measure import StateFailure
@@ -56,7 +56,15 @@ def last_move(entries: list[dict]) -> dict | None:
 
 
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
-    """The known-good commit vs HEAD, both under the bisection's environment (``probe_env``)."""
+    """The known-good commit vs HEAD, both under the bisection's environment (``probe_env``).
+    Not tested where the clean A/B left the known-good commit out (``hunt.history_unneeded``: the
+    working tree gives the whole drop back) and a variable or a file of it is the cause found."""
+    if hunt.history_unneeded and any(
+        x.status == "supported" and x.category in ("environment", "uncommitted") for x in hunt.hypotheses
+    ):
+        h.status, h.reason = "untested", f"not tested: {hunt.history_unneeded}"
+        rt.say(hunt, "test", f"{h.id} not tested: the working tree holds the whole drop")
+        return
     env = hunt.probe_env or None
     together = [hunt.get(i) for i in hunt.history_round]
     if together and together[0].env == (env or {}):
@@ -304,9 +312,12 @@ def confirm_steps(hunt: Hunt, rt: Runtime) -> list[tuple[str, dict]]:
     """``confirm``, returning every culprit kept with its own confirmation (each revert's fresh
     A/B), so that several steps of one range can each be named with its share of the drop."""
     kept: list[tuple[str, dict]] = []
+    head: tuple[str, Measured] | None = None  # (culprit, HEAD) as the confirmation before measured it
     for sha in list(dict.fromkeys(hunt.culprits or [hunt.root_ref or ""])):
         hunt.root_ref = sha
-        if not _confirm_one(hunt, rt):
+        confirmed = _confirm_one(hunt, rt, head)
+        head = (sha, h) if (h := _fresh_head(hunt)) is not None else head
+        if not confirmed:
             if len(hunt.culprits) > 1:
                 rt.say(hunt, "confirm", f"{sha[:10]} dropped: its revert recovers nothing")
         elif kept and hunt.confirmation.get("untestable"):
@@ -393,11 +404,20 @@ def _needed(
     return sorted(needed, key=lambda k: order.index(k[0]))
 
 
-def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
+def _fresh_head(hunt: Hunt) -> Measured | None:
+    """HEAD's side of the confirmation just taken, when it was HEAD vs HEAD+revert."""
+    conf = hunt.confirmation or {}
+    if conf.get("conflict") or conf.get("untestable") or not conf.get("evidence"):
+        return None
+    return next((m for m in hunt.measurements if m.id == conf["evidence"][0] and m.label == "HEAD"), None)
+
+
+def _confirm_one(hunt: Hunt, rt: Runtime, head: tuple[str, Measured] | None = None) -> bool:
     """HEAD vs HEAD with ``hunt.root_ref`` reverted (or, if the revert conflicts, or a side of that
     A/B cannot be built, served or run, vs its parent). When neither A/B can be measured the
     culprit stands as bisected, not proven (``untestable``), and the fix is a person's: that is
-    not a refutation, and not a crashed hunt."""
+    not a refutation, and not a crashed hunt. ``head``: the culprit confirmed before this one and
+    HEAD as its confirmation measured it (``fresh_ab``'s ``known_a``)."""
     plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
     # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
     n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))
@@ -405,7 +425,7 @@ def _confirm_one(hunt: Hunt, rt: Runtime) -> bool:
         if not plan.ok or plan.result["conflict"]:
             return _once_more(hunt, rt, lambda: _confirm_against_parent(hunt, rt, plan, n))
         try:
-            return _once_more(hunt, rt, lambda: _confirm_by_revert(hunt, rt, plan, n))
+            return _once_more(hunt, rt, lambda: _confirm_by_revert(hunt, rt, plan, n, head))
         except ProbeError as exc:
             why = first_line(exc)  # names the state that failed
             return _once_more(hunt, rt, lambda: _confirm_against_parent(hunt, rt, plan, n, why=why))
@@ -430,11 +450,14 @@ def _once_more(hunt: Hunt, rt: Runtime, ab: Callable[[], bool]) -> bool:
         return ab()
 
 
-def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int) -> bool:
+def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int, before: tuple[str, Measured] | None = None) -> bool:
     revert = plan.result["revert_sha"]
-    cmp, head, fixed = fresh_ab(hunt, rt, ("HEAD", "HEAD"), ("HEAD+revert", revert), n)
+    known = before[1] if before else None
+    cmp, head, fixed = fresh_ab(hunt, rt, ("HEAD", "HEAD"), ("HEAD+revert", revert), n, known_a=known)
     ok = explains(hunt, cmp, fixed, head)
     text = fmt(cmp, head, fixed, hunt.target.metric) + freshness(head, fixed)
+    if before and head.id == before[1].id:
+        text += f" (HEAD's launch the one of {before[0][:10]}'s confirmation: one experiment)"
     return record_confirmation(hunt, rt, ok, cmp, text, [head.id, fixed.id], revert_sha=revert, plan=plan.result)
 
 

@@ -29,7 +29,8 @@ def runs_page(rows: list[dict]) -> str:
 def run_page(run: dict, report: str | None) -> str:
     verdict = run.get("verdict") or {}
     hyps = run.get("hypotheses") or []
-    current = next((h for h in hyps if h.get("status") == "open"), None)
+    # A finished run's "open" hypothesis was left untested on purpose (its reason says why).
+    current = next((h for h in hyps if h.get("status") == "open"), None) if run.get("status") in LIVE else None
     return (
         _env()
         .get_template("run.html")
