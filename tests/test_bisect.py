@@ -221,6 +221,25 @@ def test_a_probe_between_two_steps_far_above_the_noise_is_decided_on_its_first_s
     assert between and all(n == BisectConfig().initial_samples for n in taken.values()), taken
 
 
+def test_where_the_ends_were_held_at_their_size_a_culprit_clearly_apart_from_bad_is_the_next_good_end_as_is():
+    """A one-slot host's bisection keeps the history A/B's 8 samples as its ends when they tell
+    good from bad beyond doubt; the first culprit, become the second search's good end, is kept
+    at the samples its step check left it when those tell it from bad beyond doubt too (each
+    top-up there is minutes of a GPU node), and topped up to ``ref_samples`` otherwise."""
+    shas, parents = chain(42)
+
+    def level(s: str) -> float:
+        i = int(s[1:])
+        return 91 * (0.85 if i >= 9 else 1) * (0.88 if i >= 30 else 1)
+
+    for held, culprit_samples in ((8, lambda n: n < BisectConfig().ref_samples), (0, lambda n: n >= 10)):
+        probe, calls = noisy(level, 0.007, 5)
+        res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(verify=False, known_ref_samples=held))
+        assert [c.sha for c in res.culprits] == ["c0009", "c0030"]
+        taken = sum(n for s, n in calls if s == "c0009")
+        assert culprit_samples(taken), (held, taken)
+
+
 def test_the_commit_graph_says_which_commits_of_the_range_hold_an_ancestor_merges_included():
     from tools.bisect import CommitGraph
 

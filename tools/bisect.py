@@ -388,7 +388,14 @@ def bisect(
         # Is there another step above this one? Compare the culprit's level with the bad end.
         if not _more_steps(samples, good, culprit, bad, cfg):
             break
-        _reference(samples, culprit, "good", cfg.ref_samples)  # it becomes one: a reference's samples
+        # It becomes the next search's good end: a reference's samples, or, where the ends were kept
+        # at the size the caller held because they told the ends apart beyond doubt (a one-slot
+        # host, where a top-up is minutes), the samples it has when they tell it from the bad end
+        # beyond doubt too (the lab's uneven steps: 5 of them, not 10).
+        have = samples.data.get(culprit, [])
+        held = samples.ref_n < cfg.ref_samples and len(have) >= cfg.sandwich_samples
+        as_is = held and _clearly_apart(have, samples.data[bad], cfg.clear_gap_sd)
+        _reference(samples, culprit, "good", len(have) if as_is else cfg.ref_samples)
         good_ref = culprit
         keep = graph.anc[bad] & ~graph.anc[culprit]
         remaining = {s: parents[s] for s in graph.members(keep)}
