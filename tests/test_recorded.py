@@ -36,6 +36,17 @@ def test_a_recorded_world_replays_identically_to_its_truth(tmp_path, name):
     WORLDS[name].check(res.verdict)
 
 
+def test_the_seed_patch_world_never_launches_the_known_good_commit_and_says_why(tmp_path):
+    """Clean HEAD gave back 98 % of the drop in the recorded hunt: the known-good commit was left
+    out of the clean A/B's experiment and the history left untested, with the numbers."""
+    got = load("topk_patch", tmp_path / "r.db")
+    verdict = json.loads(got["run"]["verdict"])
+    history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "open" and history["reason"].startswith("not tested: clean HEAD gives back 98%")
+    measured = {m["label"] for m in got["measurements"]}
+    assert "clean" in measured and "good-candidate" not in measured, measured
+
+
 def test_a_replay_whose_verdict_says_otherwise_than_its_recording_is_caught(tmp_path):
     """The verdict check can fail: the recording's summary edited (as an older formula or wording
     would have left it) and its events untouched, the replay is identical event for event and its

@@ -388,13 +388,21 @@ def _the_patch(truth: dict) -> dict:
 def _history_left_untested(verdict: dict) -> None:
     # The seed's patch scenario on its one-slot host: clean HEAD (every variable blanked, no patch)
     # gives the whole drop back to the alert's good value, so the known-good commit is never
-    # launched and the history is left untested, saying why (one launch and 8 samples fewer).
+    # launched and the history is left untested, saying why (one launch and 8 samples fewer; the
+    # recording holds that, tests/test_recorded.py). Live under load the lab's levels move against
+    # the alert's fixed 94 tok/s: where clean HEAD's first block gives back less than 80 % of the
+    # drop, the history is measured, and refuted (or undecided), never supported.
     history = next(h for h in verdict["hypotheses"] if h["category"] == "history")
-    assert history["status"] == "open" and history["reason"].startswith("not tested: clean HEAD gives back")
-    assert "the known-good commit was not launched" in history["reason"], history["reason"]
+    if history["status"] == "open":
+        assert history["reason"].startswith("not tested: clean HEAD gives back"), history["reason"]
+        assert "the known-good commit was not launched" in history["reason"], history["reason"]
+    else:
+        assert history["status"] in ("refuted", "inconclusive"), history
     assert verdict["root_cause"]["ref"].endswith("layers/moe/topk.py")
+    # The variables change nothing (refuted; under a loaded machine's noise an A/B may stay
+    # undecided through every round, which leaves one inconclusive, never supported).
     env = [h for h in verdict["hypotheses"] if h["category"] == "environment"]
-    assert len(env) == 3 and all(h["status"] == "refuted" for h in env), env
+    assert len(env) == 3 and all(h["status"] in ("refuted", "inconclusive") for h in env), env
 
 
 def _every_culprit(truth: dict) -> dict:
