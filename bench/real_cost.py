@@ -16,6 +16,7 @@ launch 300 s, a sample 30 s) and wall seconds; beside it:
   within 5 % of that budget.
 
     .venv/bin/python bench/real_cost.py [--suite seed --suite core] [--launch-scale 1.0] [--only NAME]
+    .venv/bin/python bench/real_cost.py --markdown   # bench/real_cost.json as the README's table
 
 The lab's clock runs at its spec's ``time_scale`` (0.2: five simulated seconds per wall second),
 so a 50 s simulated launch takes 10 s of wall time here.
@@ -52,8 +53,36 @@ def save(rows: list[dict]) -> None:
     OUT.write_text(json.dumps(merged + list(mine.values()), indent=1) + "\n")
 
 
-def real_minutes(launches: int, samples: int) -> float:
+def real_minutes(launches: float, samples: float) -> float:
     return (launches * LAUNCH_S + samples * SAMPLE_S) / 60
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows of ``bench/real_cost.json`` as the Markdown table the README publishes, with the
+    summary line under it (exact, mean launches and real-equivalent minutes, the core suite's
+    mean and the largest)."""
+    seed = {p.stem for p in (ROOT / "evals" / "suites" / "seed").glob("*.toml")}
+    out = [
+        "| scenario | exact | launches | samples | real-equivalent | Pinpoint: accuracy / attempts / real-equivalent |",
+        "| --- | :---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        c, pp = r["cost"], r["pinpoint"]
+        pin = f"{pp[0] * 100:.0f}% / {pp[1]:.0f} / {real_minutes(pp[1], pp[1]):.0f} min" if pp else "-"
+        name = f"`{r['scenario']}`" + (" (seed)" if r["scenario"] in seed else "")
+        out.append(
+            f"| {name} | {'yes' if r['exact'] else 'no'} | {c['launches']} | {c['samples']} | "
+            f"{real_minutes(c['launches'], c['samples']):.0f} min | {pin} |"
+        )
+    minutes = [real_minutes(r["cost"]["launches"], r["cost"]["samples"]) for r in rows]
+    core = [m for r, m in zip(rows, minutes, strict=True) if r["scenario"] not in seed]
+    out.append(
+        f"\nExact {sum(r['exact'] for r in rows)} of {len(rows)}; mean "
+        f"{sum(r['cost']['launches'] for r in rows) / len(rows):.1f} launches and {sum(minutes) / len(minutes):.1f} "
+        f"real-equivalent minutes (the core suite {sum(core) / max(1, len(core)):.1f}, the largest "
+        f"{max(minutes):.0f})."
+    )
+    return "\n".join(out)
 
 
 def hunt(spec: Path, slots: int | None = None, max_wall: float = 3600) -> dict:
@@ -129,7 +158,11 @@ def main() -> None:
     ap.add_argument("--launch-scale", type=float, default=1.0, help="of each spec's simulated launch time")
     ap.add_argument("--only", action="append", help="scenario names (default all)")
     ap.add_argument("--skip-checks", action="store_true", help="no two-server and budget runs")
+    ap.add_argument("--markdown", action="store_true", help="print bench/real_cost.json as Markdown, hunt nothing")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(OUT.read_text())))
+        return
     os.environ["SLEUTH_LAB_LAUNCH_SCALE"] = str(args.launch_scale)
     specs = []
     for suite in args.suite or ["seed", "core"]:
