@@ -16,7 +16,7 @@ launch 300 s, a sample 30 s) and wall seconds; beside it:
   within 5 % of that budget.
 
     .venv/bin/python bench/real_cost.py [--suite seed --suite core] [--launch-scale 1.0] [--only NAME]
-    .venv/bin/python bench/real_cost.py --markdown   # bench/real_cost.json as the README's table
+    .venv/bin/python bench/real_cost.py --markdown --per-row 2   # bench/real_cost.json as the README's table
 
 The lab's clock runs at its spec's ``time_scale`` (0.2: five simulated seconds per wall second),
 so a 50 s simulated launch takes 10 s of wall time here.
@@ -57,23 +57,24 @@ def real_minutes(launches: float, samples: float) -> float:
     return (launches * LAUNCH_S + samples * SAMPLE_S) / 60
 
 
-def markdown(rows: list[dict]) -> str:
-    """The rows of ``bench/real_cost.json`` as the Markdown table the README publishes, with the
-    summary line under it (exact, mean launches and real-equivalent minutes, the core suite's
-    mean and the largest)."""
+def markdown(rows: list[dict], per_row: int = 1) -> str:
+    """The rows of ``bench/real_cost.json`` as the Markdown table the README publishes (``per_row``
+    scenarios side by side, to keep it short), with the summary line under it (exact, mean
+    launches and real-equivalent minutes, the core suite's mean and the largest)."""
     seed = {p.stem for p in (ROOT / "evals" / "suites" / "seed").glob("*.toml")}
-    out = [
-        "| scenario | exact | launches | samples | real-equivalent | Pinpoint: accuracy / attempts / real-equivalent |",
-        "| --- | :---: | ---: | ---: | ---: | --- |",
-    ]
+    head = "| scenario | exact | launches | samples | real-equivalent | Pinpoint: accuracy / attempts / minutes "
+    out = [head * per_row + "|", "| --- | :---: | ---: | ---: | ---: | --- " * per_row + "|"]
+    cells = []
     for r in rows:
         c, pp = r["cost"], r["pinpoint"]
         pin = f"{pp[0] * 100:.0f}% / {pp[1]:.0f} / {real_minutes(pp[1], pp[1]):.0f} min" if pp else "-"
         name = f"`{r['scenario']}`" + (" (seed)" if r["scenario"] in seed else "")
-        out.append(
+        cells.append(
             f"| {name} | {'yes' if r['exact'] else 'no'} | {c['launches']} | {c['samples']} | "
-            f"{real_minutes(c['launches'], c['samples']):.0f} min | {pin} |"
+            f"{real_minutes(c['launches'], c['samples']):.0f} min | {pin} "
         )
+    cells += ["| " * 6] * (-len(cells) % per_row)  # the last row's empty cells
+    out += ["".join(cells[i : i + per_row]) + "|" for i in range(0, len(cells), per_row)]
     minutes = [real_minutes(r["cost"]["launches"], r["cost"]["samples"]) for r in rows]
     core = [m for r, m in zip(rows, minutes, strict=True) if r["scenario"] not in seed]
     out.append(
@@ -159,9 +160,10 @@ def main() -> None:
     ap.add_argument("--only", action="append", help="scenario names (default all)")
     ap.add_argument("--skip-checks", action="store_true", help="no two-server and budget runs")
     ap.add_argument("--markdown", action="store_true", help="print bench/real_cost.json as Markdown, hunt nothing")
+    ap.add_argument("--per-row", type=int, default=1, help="with --markdown: scenarios side by side")
     args = ap.parse_args()
     if args.markdown:
-        print(markdown(json.loads(OUT.read_text())))
+        print(markdown(json.loads(OUT.read_text()), args.per_row))
         return
     os.environ["SLEUTH_LAB_LAUNCH_SCALE"] = str(args.launch_scale)
     specs = []

@@ -32,3 +32,8 @@ def test_the_table_has_a_row_per_scenario_pinpoints_cost_beside_and_the_means_un
     assert lines[-1] == (
         "Exact 2 of 3; mean 8.0 launches and 63.8 real-equivalent minutes (the core suite 67.5, the largest 120)."
     )
+    # Two side by side (the README's): the odd one out beside empty cells, every row as wide.
+    two = rc.markdown(rows, per_row=2).splitlines()
+    assert two[2] == lines[2][:-1] + lines[3]
+    assert two[3] == lines[4][:-1] + "| " * 6 + "|"
+    assert len({row.count("|") for row in two[:4]}) == 1
