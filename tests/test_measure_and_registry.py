@@ -389,7 +389,7 @@ def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_
 
 def test_a_third_arm_not_needed_is_never_launched_and_the_pivot_keeps_its_two_launches(lab):
     scen, ann, workload, m = lab
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 18}))  # nothing cached for it
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 23}))  # nothing cached for it
     now = State(label="arm2-now", ref=scen.head_sha, launch=ann["launch_command"])
     clean = State(label="arm2-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
     good = State(label="arm2-good", ref=scen.good_sha, launch=ann["launch_command"])
