@@ -232,7 +232,7 @@ def fresh_ab(
     single = rt.dear_launches(hunt)
     if single and known_a is not None and len(known_a.samples) >= n:
         ma = known_a
-        mb = rt.fresh_one(hunt, b if isinstance(b, Measured) else rt.planned(hunt, *b), n)
+        mb = rt.measure_planned(hunt, b if isinstance(b, Measured) else rt.planned(hunt, *b), n, fresh=True)
     else:
         ma, mb = rt.fresh_pair(hunt, a, b, n, single=single)
     cmp = launch_aware(hunt, ma, mb, context=single)

@@ -500,18 +500,30 @@ class Runtime:
         ``ref`` "WORKTREE" is the uncommitted work (only ``paths`` of it, when given)."""
         return self.measure_planned(hunt, self.planned(hunt, label, ref, env, launch, paths), samples)
 
-    def measure_planned(self, hunt: Hunt, planned: Measured, samples: int | None = None) -> Measured:
-        """Measure a state ``planned`` made (already counted against the probe budget) on its own."""
+    def measure_planned(
+        self, hunt: Hunt, planned: Measured, samples: int | None = None, fresh: bool = False
+    ) -> Measured:
+        """Measure a state ``planned`` made (already counted against the probe budget) on its own.
+        ``fresh``: ``samples`` new samples on a server launched for them, only those returned (a
+        confirmation's side whose other side was measured fresh moments before: ``fresh_ab``'s
+        ``known_a``)."""
         label, env, state = planned.label, planned.env, self._state(hunt, planned)
         sha = state.ref
-        self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
         n = samples or hunt.budget.samples
+        if fresh:
+            self.check_wall(hunt)
+            self.say(hunt, "probe", f"measuring {label} ({sha[:10]}) on its own launch ({n} new samples)")
+        else:
+            self.say(hunt, "probe", f"measuring {label} ({sha[:10]})")
 
         def live() -> dict:
-            m = self.ctx.measurer.measure(state, self.workload, n)
-            return {"samples": m.samples, "verify_ms": m.verify_ms, "groups": m.groups}
+            m = self.ctx.measurer.measure(state, self.workload, n, fresh=fresh)
+            k = n if fresh else None  # fresh: only the new samples are this measurement's
+            return {"samples": m.samples[-k:] if k else m.samples, "verify_ms": m.verify_ms,
+                    "groups": last_groups(m.groups, k)}  # fmt: skip
 
-        args = {"ref": sha, "launch": state.launch, "samples": n} | ({"env": state.env} if state.env else {})
+        args = {"ref": sha, "launch": state.launch, "samples": n} | ({"fresh": True} if fresh else {})
+        args |= {"env": state.env} if state.env else {}
         try:
             got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live))
         except ProbeError as exc:
@@ -651,29 +663,6 @@ class Runtime:
         each), none reused from earlier measurements. What a confirmation is made of."""
         sides = [side if isinstance(side, Measured) else self.planned(hunt, *side) for side in (a, b)]
         return self.measure_pair(hunt, sides[0], sides[1], samples, fresh=True, relaunch=True, single=single)
-
-    def fresh_one(self, hunt: Hunt, planned: Measured, samples: int) -> Measured:
-        """``samples`` new samples of one state (``planned``) on a server launched for them: a
-        confirmation's side whose other side was measured fresh moments before (``fresh_ab``'s
-        ``known_a``)."""
-        self.check_wall(hunt)
-        state = self._state(hunt, planned)
-        self.say(
-            hunt, "probe", f"measuring {planned.label} ({state.ref[:10]}) on its own launch ({samples} new samples)"
-        )
-
-        def live() -> dict:
-            m = self.ctx.measurer.measure(state, self.workload, samples, fresh=True)
-            return {"samples": m.samples[-samples:], "verify_ms": m.verify_ms, "groups": last_groups(m.groups, samples)}
-
-        args = {"ref": state.ref, "launch": state.launch, "samples": samples, "fresh": True}
-        args |= {"env": state.env} if state.env else {}
-        try:
-            got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live))
-        except ProbeError as exc:
-            self.broken_state(hunt, planned.label, exc)
-            raise
-        return self._measured(hunt, planned.label, state.ref, planned.env, state.launch, got)
 
     def dear_launches(self, hunt: Hunt) -> bool:
         """A one-slot server host where a launch costs at least ``LAUNCH_IN_SAMPLES`` samples (this

@@ -349,8 +349,8 @@ def test_a_share_is_a_ratio_and_a_difference_only_where_a_value_is_not_positive(
 
 
 class _DearConfirmations:
-    """A one-slot node where a launch is dear, as ``fresh_ab`` sees it: ``fresh_one`` launches one
-    state (its samples from ``means``), ``fresh_pair`` launches both sides."""
+    """A one-slot node where a launch is dear, as ``fresh_ab`` sees it: ``measure_planned(fresh=True)``
+    launches one state (its samples from ``means``), ``fresh_pair`` launches both sides."""
 
     def __init__(self, means: dict[str, float], dear: bool = True) -> None:
         self.means, self.dear, self.launched = means, dear, []
@@ -371,7 +371,8 @@ class _DearConfirmations:
         mean = self.means[label]
         return _measured(hunt, label, [mean * (1 + 0.004 * ((i * 7) % 5 - 2)) for i in range(8)], [8])
 
-    def fresh_one(self, hunt, planned, samples):
+    def measure_planned(self, hunt, planned, samples=None, fresh=False):
+        assert fresh  # a confirmation's side: new samples on a launch of its own
         return self._one(hunt, planned.label)
 
     def fresh_pair(self, hunt, a, b, samples, single=False):
