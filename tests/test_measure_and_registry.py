@@ -367,13 +367,21 @@ def test_measure_tool_snapshots_uncommitted_work(seed_scenario, tmp_path):
     assert rec.result["state"]["ref"] != seed_scenario.head_sha and len(rec.result["samples"]) == 2
 
 
-def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_at_once(lab):
+def _arms(lab, tag: str, max_tokens: int):
+    """The clean A/B's three states (now, clean HEAD, the good commit) under a workload of their own
+    (``max_tokens``: one no other test of the module uses, so nothing is cached for it), with
+    now's server up from a reproduction of 2 samples: (measurer, workload, now, clean, good)."""
     scen, ann, workload, m = lab
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 17}))  # nothing cached for it
-    now = State(label="arm-now", ref=scen.head_sha, launch=ann["launch_command"])
-    clean = State(label="arm-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
-    good = State(label="arm-good", ref=scen.good_sha, launch=ann["launch_command"])
+    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": max_tokens}))
+    now = State(label=f"{tag}-now", ref=scen.head_sha, launch=ann["launch_command"])
+    clean = State(label=f"{tag}-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
+    good = State(label=f"{tag}-good", ref=scen.good_sha, launch=ann["launch_command"])
     m.measure(now, own, 2)  # the reproduction's server stays up
+    return m, own, now, clean, good
+
+
+def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_at_once(lab):
+    m, own, now, clean, good = _arms(lab, "arm", 17)
     before, samples_before = m.cost.launches, m.cost.samples
     (mn, mc, mg), most = most_servers_during(m, lambda: m.measure_arms([now, clean, good], own, 4))
     assert most == 1  # one slot: never a second server
@@ -388,12 +396,7 @@ def test_three_states_in_one_experiment_launch_lead_pivot_other_pivot_never_two_
 
 
 def test_a_third_arm_not_needed_is_never_launched_and_the_pivot_keeps_its_two_launches(lab):
-    scen, ann, workload, m = lab
-    own = Workload(bench=workload.bench.model_copy(update={"max_tokens": 23}))  # nothing cached for it
-    now = State(label="arm2-now", ref=scen.head_sha, launch=ann["launch_command"])
-    clean = State(label="arm2-clean", ref=scen.head_sha, launch=with_env(ann["launch_command"], {"NCCL_PROTO": ""}))
-    good = State(label="arm2-good", ref=scen.good_sha, launch=ann["launch_command"])
-    m.measure(now, own, 2)
+    m, own, now, clean, good = _arms(lab, "arm2", 23)
     before, samples_before = m.cost.launches, m.cost.samples
     asked: list[tuple[int, int]] = []
 
