@@ -179,7 +179,7 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     Before that such a hunt had no shares, so a second step could never be weighed against the
     first.
 
-    In log terms (``_fraction``): the cause's own A/B and the drop are measured at different
+    In log terms (``fraction``): the cause's own A/B and the drop are measured at different
     times, and a machine's load scales a benchmark's numbers on both sides of an A/B alike. Over
     a 250x drop a share of absolute differences moved with that scale: a timeit benchmark whose
     confirmation ran on a quieter machine than its history A/B "recovered 79 % of the drop", and
@@ -198,16 +198,17 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     if len(evidence) < 2:
         return None
     a, b = hunt.get(evidence[0]), hunt.get(evidence[1])
-    return round(_fraction(a.median, b.median, good, bad) * 100, 1)
+    return round(fraction(a.median, b.median, good, bad) * 100, 1)
 
 
-def _fraction(a: float, b: float, good: float, bad: float) -> float:
-    """|log(a / b)| over |log(good / bad)|: how much of the change from good to bad the change
-    from a to b is, as ratios (two causes of 1.25x each have half each, whichever was measured
-    first). Absolute differences where a value is not positive (a metric that can be 0 or less)."""
-    if min(a, b, good, bad) > 0:
-        return abs(math.log(a / b)) / abs(math.log(good / bad))
-    return abs(a - b) / abs(good - bad)
+def fraction(a: float, b: float, good: float, bad: float, signed: bool = False) -> float:
+    """log(a / b) over log(good / bad): how much of the change from good to bad the change from a
+    to b is, as ratios (two causes of 1.25x each have half each, whichever was measured first).
+    Absolute differences where a value is not positive (a metric that can be 0 or less). Unsigned
+    unless ``signed``: then negative where a to b goes the other way (clean HEAD slower than now
+    gives back nothing of a drop, ``environment``'s question before the known-good launch)."""
+    f = math.log(a / b) / math.log(good / bad) if min(a, b, good, bad) > 0 else (a - b) / (good - bad)
+    return f if signed else abs(f)
 
 
 def propose(hunt: Hunt, action_for: Callable[[Hunt], Action]) -> Action:

@@ -25,11 +25,14 @@ from agent import categories, multiple, residual
 from agent.categories import broken, dependencies, history
 from agent.experiments import record_outcome, set_verdict
 from agent.runtime import Runtime
-from agent.state import Action, Hunt, Hypothesis
+from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectError, ProbeError
 from tools.measure import BrokenState
 from tools.packages import Change
 from tools.text import first_line
+
+MIN_DROP_PCT = 3.0  # a reproduced drop smaller than this (the median's, against the alert's good value) is not hunted
+LEAST_DROP_PCT = 1.0  # ...nor one under this, whatever the alert reports (a machine's load moves a benchmark that much)
 
 
 # -- phases ----------------------------------------------------------------------------------
@@ -46,11 +49,13 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
         return
     t = hunt.target
     # The alert's good value is one number; "now" is a sample. While that number lies inside the
-    # median's confidence interval, a drop cannot be told from noise: take more samples (twice, at
-    # most) before concluding either way. One sample's noise (the CV) is not the median's.
+    # median's confidence interval, a drop cannot be told from noise; while the median is less than
+    # ``drop_floor`` worse but the interval reaches that far, "no regression" cannot be told from
+    # a small one. Either way take more samples (twice, at most) before concluding. One sample's
+    # noise (the CV) is not the median's.
     n = len(now.samples)
     for _ in range(2):
-        if not t.good_value or not now.ci_low <= t.good_value <= now.ci_high:
+        if not t.good_value or not _undecided(hunt, now):
             break
         n *= 2
         now = rt.measure(hunt, "now", "WORKTREE", samples=n)
@@ -72,7 +77,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
             "reproduce",
             f"now {now.median:.4g} vs alert good {t.good_value:g}: {change:+.1f}%{worse} (noise CV {noise:.1f}%)",
         )
-        if drop < 3.0 or now.ci_low <= t.good_value <= now.ci_high:
+        if drop < drop_floor(hunt) or now.ci_low <= t.good_value <= now.ci_high:
             hunt.root_kind, hunt.root_summary = (
                 "none",
                 (
@@ -83,6 +88,37 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
             )
             hunt.status = "concluded"
     dependencies.snapshot(hunt, rt)  # stored with the run: a later hunt's reference when this one is good
+
+
+def _worse_pct(hunt: Hunt, value: float) -> float:
+    """How much worse than the alert's good value ``value`` is, in percent (negative: better)."""
+    good = hunt.target.good_value
+    change = (value - good) / good * 100
+    return -change if hunt.target.higher_is_better else change
+
+
+def drop_floor(hunt: Hunt) -> float:
+    """The smallest reproduced drop that is hunted, in percent: ``MIN_DROP_PCT``, or half the drop
+    the alert itself reports where that is less (an alert of 89 -> 84.5 reports 5 %; a 3 % floor
+    called "no regression" on a clear 2.9 % reproduction, nearer the alert's bad value than its good),
+    never under ``LEAST_DROP_PCT``."""
+    t = hunt.target
+    if t.bad_value is None or not t.good_value:
+        return MIN_DROP_PCT
+    reported = _worse_pct(hunt, t.bad_value)
+    return max(LEAST_DROP_PCT, min(MIN_DROP_PCT, reported / 2)) if reported > 0 else MIN_DROP_PCT
+
+
+def _undecided(hunt: Hunt, now: Measured) -> bool:
+    """Can ``now``'s median interval not yet say whether there is a drop worth hunting? The alert's
+    good value inside it (a drop not told from noise), or a median under ``drop_floor`` worse whose
+    interval reaches beyond it (no regression not told from a small one: five samples at 6 % noise
+    put a 5 % drop's median under 3 % one time in four)."""
+    good = hunt.target.good_value
+    if now.ci_low <= good <= now.ci_high:
+        return True
+    worst = max(_worse_pct(hunt, now.ci_low), _worse_pct(hunt, now.ci_high))
+    return _worse_pct(hunt, now.median) < drop_floor(hunt) <= worst
 
 
 def plan(hunt: Hunt, rt: Runtime, only: frozenset[str] | None = None) -> None:

@@ -341,11 +341,27 @@ def test_a_rest_whose_ab_stays_undecided_is_said_undecided_not_like_the_known_go
 
 
 def test_a_share_is_a_ratio_and_a_difference_only_where_a_value_is_not_positive():
-    from agent.multiple import _fraction
+    from agent.multiple import fraction
 
-    assert _fraction(1.25, 1.0, 1.5625, 1.0) == pytest.approx(0.5)  # one of two 1.25x steps: half
-    assert _fraction(1.5625, 1.25, 1.5625, 1.0) == pytest.approx(0.5)  # the other: half too
-    assert _fraction(-1.0, 0.0, -2.0, 0.0) == pytest.approx(0.5)  # a metric at 0 or below: differences
+    assert fraction(1.25, 1.0, 1.5625, 1.0) == pytest.approx(0.5)  # one of two 1.25x steps: half
+    assert fraction(1.5625, 1.25, 1.5625, 1.0) == pytest.approx(0.5)  # the other: half too
+    assert fraction(-1.0, 0.0, -2.0, 0.0) == pytest.approx(0.5)  # a metric at 0 or below: differences
+    assert fraction(1.0, 1.25, 1.5625, 1.0) == pytest.approx(0.5)  # unsigned: either direction is a share
+    assert fraction(1.0, 1.25, 1.5625, 1.0, signed=True) == pytest.approx(-0.5)  # signed: the wrong way
+
+
+def test_clean_heads_share_of_the_drop_is_the_same_ratio_as_a_causes_and_nothing_when_it_is_slower():
+    from agent.categories.environment import _given_back
+    from agent.state import Budget, Hunt, Target
+
+    hunt = Hunt(run_id="r", policy="methodical", target=Target(repo="/r", good_value=100.0), budget=Budget())
+    assert _given_back(hunt, [80.0] * 3, [89.4427191] * 3) == pytest.approx(50.0)  # half the ratio 100/80
+    assert _given_back(hunt, [80.0] * 3, [100.0] * 3) == pytest.approx(100.0)
+    assert _given_back(hunt, [80.0] * 3, [75.0] * 3) < 0  # clean HEAD worse than now gives back nothing
+    assert _given_back(hunt, [101.0] * 3, [110.0] * 3) == 0.0  # no drop to give back
+    slower = Target(repo="/r", good_value=10.0, higher_is_better=False)
+    latency = Hunt(run_id="r", policy="methodical", target=slower, budget=Budget())
+    assert _given_back(latency, [20.0] * 3, [10.0] * 3) == pytest.approx(100.0)
 
 
 class _DearConfirmations:

@@ -13,7 +13,7 @@ import statistics
 
 from agent import joint
 from agent.experiments import ab, explains, fmt, set_verdict, setup_prefix
-from agent.multiple import EXPLAINED_PCT
+from agent.multiple import EXPLAINED_PCT, fraction
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 
@@ -182,11 +182,11 @@ def _three_arms(hunt: Hunt, rt: Runtime, env: list[Hypothesis]):
 
 def _given_back(hunt: Hunt, now: list[float], clean: list[float]) -> float:
     """How much of the drop from ``now`` to the alert's good value clean HEAD gives back, in
-    percent (medians; 0 where there is no drop to give back)."""
+    percent of its ratio (medians, ``multiple.fraction``: as a cause's share is weighed; negative
+    where clean HEAD is worse; 0 where there is no drop to give back)."""
     good, n, c = hunt.target.good_value or 0.0, statistics.median(now), statistics.median(clean)
     drop = good - n if hunt.target.higher_is_better else n - good
-    back = c - n if hunt.target.higher_is_better else n - c
-    return back / drop * 100 if drop > 0 else 0.0
+    return fraction(c, n, good, n, signed=True) * 100 if drop > 0 else 0.0
 
 
 def _good_needed(hunt: Hunt):
