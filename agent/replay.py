@@ -10,6 +10,7 @@ old one. Neither runs a benchmark or opens a connection for anything the recordi
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -129,15 +130,21 @@ def replay_world(
     t0 = time.perf_counter()
     store = Store(db)
     row, events, old = _recorded(store, run_id)
-    tmp = Path(tempfile.mkdtemp(prefix="sleuth-replay-"))
-    rewrite = None if offline else _rebuild(row, tmp)
+    new_run = new_run_id()
+    # The rebuilt world is the new run's (its repository is what an approval of it would revert
+    # in), kept in the run's folder beside the store, not in a temp folder nobody removes.
+    world = layout(db).runs / new_run / "world"
+    world.mkdir(parents=True)
+    rewrite = None if offline else _rebuild(row, world)
+    if rewrite is None:
+        shutil.rmtree(world)
     target = old.target
     if rewrite is not None:  # the same world, built elsewhere: point the target at it
         new_root, old_root = rewrite
         target = type(target).model_validate_json(target.model_dump_json().replace(old_root, new_root))
     hunt = old.model_copy(
         update={
-            "run_id": new_run_id(),
+            "run_id": new_run,
             "policy": policy,
             "model": model,
             "llm": llm,

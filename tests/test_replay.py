@@ -112,6 +112,14 @@ def test_another_policy_against_the_recorded_world(tmp_path):
         assert runs[replay["new_run"]]["parent_run"] == run
         assert runs[replay["new_run"]]["policy"] == "methodical"
     assert runs[live["new_run"]]["status"] == "awaiting_approval"
+    # The rebuilt world is the new run's, in its folder beside the store (an approval reverts in
+    # its repository); an offline replay built none and leaves none.
+    from transcripts.store import layout
+
+    show = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]
+    assert Path(show["scenario"]).is_relative_to(layout(db).runs / live["new_run"] / "world"), show["scenario"]
+    assert Path(show["scenario"], "repo", ".git").exists()
+    assert not (layout(db).runs / offline["new_run"] / "world").exists()
     verdict = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
     assert {h["category"] for h in verdict["hypotheses"]} >= {"history", "uncommitted"}
 
