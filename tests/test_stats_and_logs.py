@@ -176,3 +176,29 @@ def test_an_ab_s_p_values_are_scipys_own():
         want = (stats.mannwhitneyu(a, b, alternative="two-sided").pvalue, stats.ks_2samp(a, b).pvalue)
         assert p_values(a, b) == want, (n_a, n_b)
     assert all(np.isnan(p_values(np.array([1.0, np.nan, 3.0]), np.array([2.0, 4.0, 5.0]))))
+
+
+def test_one_launch_a_side_fully_apart_is_decided_by_how_far_apart_the_launches_are():
+    """8 + 8 samples in one launch a side, every one of B above every one of A: the ranks, at
+    the design effect of a launch spread the hunt measured, stop short of p <= 0.01 at any gap.
+    The launch means decide a 47 % gap and leave a 0.5 % one (one launch's offset) unknown."""
+    import numpy as np
+
+    from tools.stats import compare, compare_launches, design_effect, launch_level_p
+
+    rng = np.random.default_rng(7)
+
+    def launch(level: float) -> list[float]:
+        return sorted(level * rng.lognormal(0, 0.024, 8))
+
+    # The hunt's one state measured on two launches, 3 % apart: a launch spread it measured.
+    context = [[launch(89.0), launch(89.0 * 1.03)]]
+    slow, fast = launch(62.0), launch(62.0 * 1.47)
+    ranks = compare(slow, fast, design_effect=design_effect([slow], [fast], *context, per_launch=8), interval=False)
+    assert ranks.verdict == "unknown" and min(fast) > max(slow)  # what the ranks alone said
+    cmp = compare_launches(slow, [8], fast, [8], context=context, interval=False)
+    assert cmp.verdict == "different" and cmp.p_value <= 0.01
+    # Fully apart by a launch's offset only: not a change.
+    a, b = [60.0 + 0.01 * i for i in range(8)], [60.3 + 0.01 * i for i in range(8)]
+    assert launch_level_p([a], [b], context) > 0.01
+    assert compare_launches(a, [8], b, [8], context=context, interval=False).verdict != "different"
