@@ -59,6 +59,19 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
             break
         n *= 2
         now = rt.measure(hunt, "now", "WORKTREE", samples=n)
+    if t.good_value and not t.command and drop_floor(hunt) / 2 <= _worse_pct(hunt, now.median) < drop_floor(hunt):
+        # Every sample of one launch shares its offset (clocks, placement, a neighbour): a drop
+        # just under the floor on one launch is a small regression as often as none (the core
+        # suite's 3 % drop under a 2.5 % floor ended "none" on one launch 1 time in 4). Before
+        # "no regression" is said, a second launch.
+        rt.say(
+            hunt,
+            "reproduce",
+            f"now {now.median:.4g} is {_worse_pct(hunt, now.median):.1f}% worse than the alert's good value, "
+            f"under the {drop_floor(hunt):.1f}% floor but over half of it, on one launch: measured on a second launch",
+        )
+        more = rt.measure_planned(hunt, rt.planned(hunt, "now", "WORKTREE"), max(5, hunt.budget.samples), fresh=True)
+        now = rt.joined(hunt, now, more)
     hunt.reproduced = now.id
     noise = now.cv * 100
     if t.good_value:
