@@ -76,7 +76,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
     noise = now.cv * 100
     if t.good_value:
         change = (now.median - t.good_value) / t.good_value * 100  # the metric's own change, signed
-        drop = -change if t.higher_is_better else change  # how much worse, in the metric's direction
+        drop = _worse_pct(hunt, now.median)  # how much worse, in the metric's direction
         hunt.regression = {
             "metric": t.metric,
             "good": t.good_value,

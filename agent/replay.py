@@ -10,7 +10,6 @@ old one. Neither runs a benchmark or opens a connection for anything the recordi
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -113,6 +112,7 @@ def _rebuild(row: dict, into: Path) -> tuple[str, str] | None:
     from evals.lab.builder import build  # the lab is the world side; imported only when needed
     from evals.lab.spec import load_spec
 
+    into.mkdir(parents=True)
     spec_file = into / "spec.toml"
     spec_file.write_text(row["spec"])
     res = build(load_spec(spec_file), into / "scenario")
@@ -133,11 +133,7 @@ def replay_world(
     new_run = new_run_id()
     # The rebuilt world is the new run's (its repository is what an approval of it would revert
     # in), kept in the run's folder beside the store, not in a temp folder nobody removes.
-    world = layout(db).runs / new_run / "world"
-    world.mkdir(parents=True)
-    rewrite = None if offline else _rebuild(row, world)
-    if rewrite is None:
-        shutil.rmtree(world)
+    rewrite = None if offline else _rebuild(row, layout(db).runs / new_run / "world")
     target = old.target
     if rewrite is not None:  # the same world, built elsewhere: point the target at it
         new_root, old_root = rewrite
