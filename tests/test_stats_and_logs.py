@@ -202,3 +202,25 @@ def test_one_launch_a_side_fully_apart_is_decided_by_how_far_apart_the_launches_
     a, b = [60.0 + 0.01 * i for i in range(8)], [60.3 + 0.01 * i for i in range(8)]
     assert launch_level_p([a], [b], context) > 0.01
     assert compare_launches(a, [8], b, [8], context=context, interval=False).verdict != "different"
+
+
+def test_two_launches_a_launch_offset_apart_are_not_different_where_samples_are_tight():
+    """The lab's uneven_steps: a culprit's parent and the culprit, one launch each, 75.49 against
+    76.19 (0.9 % apart), every launch's samples within 0.2 %, the hunt's launch spread not yet
+    measured. The rank test at the prior's design effect called that 'different' (the wrong way:
+    the step was then not confirmed and the hunt went on for 30 more launches). Launches of a
+    server differ by about 1 % however tight one launch's samples are: not a change, until the
+    launch means say so; a 10 % step on the same samples still is."""
+    import numpy as np
+
+    from tools.stats import compare, compare_launches, design_effect
+
+    rng = np.random.default_rng(11)
+    parent = list(75.49 * rng.lognormal(0, 0.002, 8))
+    culprit = list(76.19 * rng.lognormal(0, 0.002, 8))
+    ranks = compare(parent, culprit, design_effect=design_effect([parent], [culprit], per_launch=8), interval=False)
+    assert ranks.verdict == "different"  # what the rank test alone says
+    cmp = compare_launches(parent, [8], culprit, [8], context=[], min_effect_pct=3.0, interval=False)
+    assert cmp.verdict == "unknown" and cmp.p_value > 0.01
+    step = list(68.0 * rng.lognormal(0, 0.002, 8))
+    assert compare_launches(parent, [8], step, [8], context=[], interval=False).verdict == "different"

@@ -318,6 +318,13 @@ def launch_effect_p(*sides: Sequence[Sequence[float]]) -> float:
 # ANOVA on them alone swings rho anywhere in [0, 1] and would turn a clean +50 % A/B "unknown".
 PRIOR_RHO = 0.1
 PRIOR_DF = 4
+# The least launch-to-launch spread assumed for a server, as a coefficient of variation, until
+# the hunt measures its own: the lab's default ``launch_cv``, and under what separates fresh
+# launches of one vLLM server, model and workload on two hosts (83.0-83.2 against 85.4-85.8 tok/s,
+# vllm-project/vllm#42484). A prior relative to the sample noise alone (``PRIOR_RHO``) assumes
+# 0.07 % where one launch's samples sit within 0.2 %, and a rank test on one launch a side then
+# called two launches of one state 0.9 % apart "different" (p = 0.0025, the lab's uneven_steps).
+PRIOR_LAUNCH_CV = 0.01
 
 
 def design_effect(*sides: Sequence[Sequence[float]], per_launch: float | None = None) -> float:
@@ -375,14 +382,23 @@ def compare_launches(
     sides = [split_launches(a, a_groups), split_launches(b, b_groups), *(context or ())]
     per_launch = (len(a) + len(b)) / max(1, len(sides[0]) + len(sides[1])) if context is not None else None
     cmp = compare(a, b, design_effect=design_effect(*sides, per_launch=per_launch), **kwargs)
-    if context is None or cmp.verdict == "different" or not (min(a) > max(b) or min(b) > max(a)):
+    if context is None:
         return cmp
-    # Every sample of one side beyond every sample of the other: the ranks have said all they can
-    # (8 + 8 in one launch a side, at the design effect of a measured launch spread, stop short of
-    # p <= 0.01 whether the gap is 5 % or 47 %). How far apart the launches are says the rest.
+    # Launches judged with other states' spread: the question is whether these launches differ
+    # more than launches of one state do, which is the launch means' t-test (``launch_level_p``).
+    # The rank test on the samples, even at a design effect, counts a launch's offset as part of
+    # the change where the spread was measured small or not at all: 'different' needs both. Where
+    # every sample of one side lies beyond every sample of the other, the ranks have said all
+    # they can (8 + 8 at a measured spread's design effect stop short of p <= 0.01 whether the gap
+    # is 5 % or 47 %): the launch means decide alone.
     p = launch_level_p(sides[0], sides[1], list(context))
-    if p <= cmp.alpha:
+    apart = min(a) > max(b) or min(b) > max(a)
+    if p <= cmp.alpha and cmp.verdict == "different":
+        return cmp.model_copy(update={"p_value": max(p, cmp.p_value)})  # the weaker of the two
+    if p <= cmp.alpha and apart:
         return cmp.model_copy(update={"p_value": p, "verdict": "different"})
+    if cmp.verdict == "different":
+        return cmp.model_copy(update={"p_value": p, "verdict": "unknown"})
     return cmp
 
 
@@ -391,9 +407,10 @@ def launch_level_p(
 ) -> float:
     """Two-sided p-value that two states' launches differ beyond what launches of one state do:
     a t-test on the log samples' launch means, each launch's mean carrying the launch-to-launch
-    spread (from ``context``'s states, each measured on two launches or more, shrunk toward
-    ``PRIOR_RHO`` by ``PRIOR_DF`` degrees of freedom as ``design_effect`` does) and its samples' own
-    noise. Logs: a launch's offset scales its samples. Differences where a value is not positive."""
+    spread (from ``context``'s states, each measured on two launches or more, shrunk by
+    ``PRIOR_DF`` degrees of freedom toward ``PRIOR_RHO``'s spread or ``PRIOR_LAUNCH_CV``, whichever
+    is larger) and its samples' own noise. Logs: a launch's offset scales its samples. Differences
+    where a value is not positive."""
     from scipy import stats  # imported when first used: a second of every CLI start
 
     launches = [[np.asarray(g, dtype=float) for g in side if len(g)] for side in (a, b, *context)]
@@ -415,6 +432,8 @@ def launch_level_p(
         ss_b -= var_w * float((1 / sizes).sum()) * (len(side) - 1) / len(side)  # less their noise
         df_b += len(side) - 1
     prior = PRIOR_RHO / (1 - PRIOR_RHO) * var_w
+    if every.min() > 0:  # log units: a coefficient of variation is a spread of the logs
+        prior = max(prior, PRIOR_LAUNCH_CV**2)
     var_l = (max(0.0, ss_b) + PRIOR_DF * prior) / (df_b + PRIOR_DF)
     (ma, na, ka), (mb, nb, kb) = (
         (float(np.mean([g.mean() for g in side])), sum(g.size for g in side), len(side)) for side in launches[:2]
