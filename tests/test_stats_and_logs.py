@@ -224,3 +224,27 @@ def test_two_launches_a_launch_offset_apart_are_not_different_where_samples_are_
     assert cmp.verdict == "unknown" and cmp.p_value > 0.01
     step = list(68.0 * rng.lognormal(0, 0.002, 8))
     assert compare_launches(parent, [8], step, [8], context=[], interval=False).verdict == "different"
+
+
+def test_launches_within_the_smallest_effect_that_matters_are_the_same_by_their_means():
+    """A false culprit's A/B in the lab's uneven_steps: its parent and it, two launches a side
+    (75.65 and 75.18 against 76.33 and 76.39 tok/s), samples within 0.3 %. The rank test calls
+    1.1 % 'different', the launch means do not, and it took a third round (7-10 launches) before
+    the samples said 'same'. The launch means' difference lies within the 6 % that would matter
+    at the high threshold's error: 'same' now. The same launches 10 % apart are not."""
+    import numpy as np
+
+    from tools.stats import compare_launches
+
+    rng = np.random.default_rng(17)
+
+    def launch(level: float) -> list[float]:
+        return list(level * rng.lognormal(0, 0.003, 8))
+
+    parent = launch(75.65) + launch(75.18)
+    culprit = launch(76.33) + launch(76.39)
+    cmp = compare_launches(parent, [8, 8], culprit, [8, 8], context=[], min_effect_pct=6.0, interval=False)
+    assert cmp.verdict == "same"
+    slower = [x * 0.9 for x in culprit]
+    cmp = compare_launches(parent, [8, 8], slower, [8, 8], context=[], min_effect_pct=6.0, interval=False)
+    assert cmp.verdict != "same"

@@ -20,7 +20,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
@@ -391,36 +391,76 @@ def compare_launches(
     # every sample of one side lies beyond every sample of the other, the ranks have said all
     # they can (8 + 8 at a measured spread's design effect stop short of p <= 0.01 whether the gap
     # is 5 % or 47 %): the launch means decide alone.
-    p = launch_level_p(sides[0], sides[1], list(context))
-    apart = min(a) > max(b) or min(b) > max(a)
+    level = launch_level(sides[0], sides[1], list(context))
+    if level is None:
+        return cmp
+    p, apart = level.p, min(a) > max(b) or min(b) > max(a)
     if p <= cmp.alpha and cmp.verdict == "different":
         return cmp.model_copy(update={"p_value": max(p, cmp.p_value)})  # the weaker of the two
     if p <= cmp.alpha and apart:
         return cmp.model_copy(update={"p_value": p, "verdict": "different"})
+    # 'same' the same way: the launch means' difference within the smallest effect that matters,
+    # at the high threshold's error each way. The rank test's 'same' counts the samples at the
+    # design effect, where one launch a side is worth about two samples and no count of them
+    # exceeds its threshold; and two launches a side 1.1 % apart on samples within 0.3 % are
+    # 'different' to it and 'unknown' here: a false culprit's A/B took three rounds (7-10 launches)
+    # to say 'same' (the lab's uneven_steps).
+    effect, beta = kwargs.get("min_effect_pct"), kwargs.get("beta", 0.001)
+    if cmp.verdict != "same" and effect is not None and abs(cmp.delta_pct) < effect:
+        bound = math.log1p(effect / 100) if level.logs else effect / 100 * abs(cmp.median_a)
+        if level.within(bound, beta):
+            return cmp.model_copy(update={"p_value": p, "verdict": "same"})
     if cmp.verdict == "different":
         return cmp.model_copy(update={"p_value": p, "verdict": "unknown"})
     return cmp
 
 
-def launch_level_p(
-    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], context: Sequence[Sequence[Sequence[float]]]
-) -> float:
-    """Two-sided p-value that two states' launches differ beyond what launches of one state do:
-    a t-test on the log samples' launch means, each launch's mean carrying the launch-to-launch
-    spread (from ``context``'s states, each measured on two launches or more, shrunk by
-    ``PRIOR_DF`` degrees of freedom toward ``PRIOR_RHO``'s spread or ``PRIOR_LAUNCH_CV``, whichever
-    is larger) and its samples' own noise. Logs: a launch's offset scales its samples. Differences
-    where a value is not positive."""
-    from scipy import stats  # imported when first used: a second of every CLI start
+class LaunchLevel(NamedTuple):
+    """Two states' launch means compared (``launch_level``): their difference, its standard
+    error and degrees of freedom, in log units where every value is positive (``logs``)."""
 
+    diff: float
+    se: float
+    df: float
+    logs: bool
+
+    @property
+    def p(self) -> float:
+        """Two-sided p-value that the launches differ beyond what launches of one state do."""
+        from scipy import stats  # imported when first used: a second of every CLI start
+
+        if self.se <= 0:
+            return 0.0 if self.diff else 1.0
+        return float(2 * stats.t.sf(abs(self.diff) / self.se, self.df))
+
+    def within(self, bound: float, beta: float) -> bool:
+        """Is the difference within +-``bound`` (in the same units) at error ``beta`` each way
+        (two one-sided tests: the interval ``diff +- t(beta) se`` inside the bound)?"""
+        from scipy import stats  # imported when first used: a second of every CLI start
+
+        return abs(self.diff) + float(stats.t.isf(beta, self.df)) * self.se < bound
+
+
+def launch_level(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], context: Sequence[Sequence[Sequence[float]]]
+) -> LaunchLevel | None:
+    """Two states' launches compared as launches: a t-test on the log samples' launch means, each
+    launch's mean carrying the launch-to-launch spread (from ``context``'s states, each measured
+    on two launches or more, shrunk by ``PRIOR_DF`` degrees of freedom toward ``PRIOR_RHO``'s
+    spread or ``PRIOR_LAUNCH_CV``, whichever is larger) and its samples' own noise. Logs: a
+    launch's offset scales its samples. Differences where a value is not positive. None where a
+    side has no launch or no launch has two samples."""
     launches = [[np.asarray(g, dtype=float) for g in side if len(g)] for side in (a, b, *context)]
+    if not launches[0] or not launches[1]:
+        return None
     every = np.concatenate([g for side in launches for g in side])
-    if every.min() > 0:
+    logs = bool(every.min() > 0)
+    if logs:
         launches = [[np.log(g) for g in side] for side in launches]
     ss_w = sum(float(((g - g.mean()) ** 2).sum()) for side in launches for g in side)
     df_w = sum(g.size - 1 for side in launches for g in side)
-    if df_w == 0 or not launches[0] or not launches[1]:
-        return 1.0
+    if df_w == 0:
+        return None
     var_w = ss_w / df_w
     ss_b = df_b = 0.0
     for side in launches:  # every state's launches, the A/B's own where it has two or more
@@ -432,16 +472,22 @@ def launch_level_p(
         ss_b -= var_w * float((1 / sizes).sum()) * (len(side) - 1) / len(side)  # less their noise
         df_b += len(side) - 1
     prior = PRIOR_RHO / (1 - PRIOR_RHO) * var_w
-    if every.min() > 0:  # log units: a coefficient of variation is a spread of the logs
+    if logs:  # a coefficient of variation is a spread of the logs
         prior = max(prior, PRIOR_LAUNCH_CV**2)
     var_l = (max(0.0, ss_b) + PRIOR_DF * prior) / (df_b + PRIOR_DF)
     (ma, na, ka), (mb, nb, kb) = (
         (float(np.mean([g.mean() for g in side])), sum(g.size for g in side), len(side)) for side in launches[:2]
     )
     se = math.sqrt(var_l * (1 / ka + 1 / kb) + var_w * (1 / na + 1 / nb))
-    if se <= 0:
-        return 0.0 if ma != mb else 1.0
-    return float(2 * stats.t.sf(abs(ma - mb) / se, df_b + PRIOR_DF))
+    return LaunchLevel(diff=mb - ma, se=se, df=df_b + PRIOR_DF, logs=logs)
+
+
+def launch_level_p(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], context: Sequence[Sequence[Sequence[float]]]
+) -> float:
+    """``launch_level``'s two-sided p-value (1.0 where it cannot be computed)."""
+    level = launch_level(a, b, context)
+    return level.p if level is not None else 1.0
 
 
 def shortfall_p(
