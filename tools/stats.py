@@ -133,8 +133,13 @@ def noise_sd(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(parts)))) if parts else 0.0
 
 
+# The error of calling 'same' an effect as large as the smallest that matters (the high
+# threshold's beta; the launch means' two one-sided tests use it too).
+SAME_BETA = 0.001
+
+
 @lru_cache(maxsize=4096)
-def high_threshold(n_a: int, n_b: int, magnitude: float, beta: float = 0.001, trials: int = 2000) -> float:
+def high_threshold(n_a: int, n_b: int, magnitude: float, beta: float = SAME_BETA, trials: int = 2000) -> float:
     """The p-value exceeded with probability ``beta`` when there *is* a shift of ``magnitude``
     standard deviations, at these sample sizes (simulated; ``magnitude`` is rounded by the caller)."""
     from scipy import stats  # imported when first used: a second of every CLI start
@@ -190,7 +195,7 @@ def compare(
     b: Sequence[float],
     alpha: float = 0.01,
     min_effect_pct: float | None = None,
-    beta: float = 0.001,
+    beta: float = SAME_BETA,
     interval: bool = True,
     seed: int = 0,
     design_effect: float = 1.0,
@@ -385,7 +390,7 @@ def compare_launches(
     if context is None:
         return cmp
     # Launches judged with other states' spread: the question is whether these launches differ
-    # more than launches of one state do, which is the launch means' t-test (``launch_level_p``).
+    # more than launches of one state do, which is the launch means' t-test (``launch_level``).
     # The rank test on the samples, even at a design effect, counts a launch's offset as part of
     # the change where the spread was measured small or not at all: 'different' needs both. Where
     # every sample of one side lies beyond every sample of the other, the ranks have said all
@@ -405,7 +410,7 @@ def compare_launches(
     # exceeds its threshold; and two launches a side 1.1 % apart on samples within 0.3 % are
     # 'different' to it and 'unknown' here: a false culprit's A/B took three rounds (7-10 launches)
     # to say 'same' (the lab's uneven_steps).
-    effect, beta = kwargs.get("min_effect_pct"), kwargs.get("beta", 0.001)
+    effect, beta = kwargs.get("min_effect_pct"), kwargs.get("beta", SAME_BETA)
     if cmp.verdict != "same" and effect is not None and abs(cmp.delta_pct) < effect:
         bound = math.log1p(effect / 100) if level.logs else effect / 100 * abs(cmp.median_a)
         if level.within(bound, beta):
