@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from tools.bisect import BisectConfig, BisectError, ProbeError, bisect, log2_bound
+from tools.stats import launch_floor_pct
 
 
 def chain(n: int) -> tuple[list[str], dict[str, list[str]]]:
@@ -351,3 +355,53 @@ def test_where_launches_are_dear_the_ends_grow_in_coarse_steps():
         assert [c.sha for c in res.culprits] == ["c0013"], growth
         top_ups[growth] = len([sha for sha, _n in calls if sha in (shas[0], shas[-1])])
     assert top_ups[1.5] < top_ups[1.0], top_ups
+
+
+def _launched(levels, launch_cv: float, cv: float, seed: int):
+    """A server host's probe: each commit's samples come from one launch, all scaled by that
+    launch's offset (drawn once per commit, spread ``launch_cv``), each with noise ``cv``."""
+    rng = np.random.default_rng(seed)
+    offset: dict[str, float] = {}
+
+    def probe(sha: str, n: int) -> list[float]:
+        if sha not in offset:
+            offset[sha] = float(rng.normal(1, launch_cv))
+        mu = levels(sha) * offset[sha]
+        return list(rng.normal(mu, cv * mu, n))
+
+    return probe
+
+
+def test_a_launchs_offset_between_two_steps_is_not_a_third_step_where_the_launch_floor_is_set():
+    """The lab's uneven steps on a server host: one launch per commit, launches 1.5 % apart, samples
+    within 0.2 %. A commit between the steps whose launch came low sits a quarter of the way from
+    the first step's level to bad, a step to the rank test on its samples; with the launch floor
+    (``level_floor_pct``) such a level is the good side, and the probes at a reference's level
+    decide without the rank test's consistency check (which tells two launches apart)."""
+    shas, parents = chain(42)
+
+    def level(s: str) -> float:
+        i = int(s[1:])
+        return 88 * (0.85 if i >= 9 else 1) * (0.89 if i >= 30 else 1)
+
+    floor = math.expm1(float(norm.isf(BisectConfig().alpha / 2)) * math.sqrt(2) * 0.015) * 100
+    named: dict[float, list[list[str]]] = {0.0: [], floor: []}
+    samples: dict[float, int] = {0.0: 0, floor: 0}
+    for pct in named:
+        for seed in range(20):
+            cfg = BisectConfig(verify=False, level_floor_pct=pct)
+            res = bisect(parents, shas[0], shas[-1], _launched(level, 0.015, 0.002, seed), cfg)
+            named[pct].append([c.sha for c in res.culprits])
+            samples[pct] += res.samples
+    assert all(n == ["c0009", "c0030"] for n in named[floor]), named[floor]
+    assert sum(n != ["c0009", "c0030"] for n in named[0.0]) >= 3  # without it: a third step, named
+    assert samples[floor] < samples[0.0]
+
+
+def test_the_launch_floor_is_the_least_step_two_single_launches_show_beyond_their_offsets():
+    """z(alpha / 2) x sqrt(2) x the launch-to-launch spread: 4.6 % at the prior's 1 %, more where the
+    hunt has measured launches of one state further apart."""
+    assert launch_floor_pct([], 0.0015) == pytest.approx(4.6, abs=0.05)
+    rng = np.random.default_rng(3)
+    apart = [[list(100 * rng.normal(1, 0.03) * rng.normal(1, 0.002, 5)) for _ in range(3)] for _ in range(4)]
+    assert launch_floor_pct(apart, 0.0015) > 2 * launch_floor_pct([], 0.0015)

@@ -108,6 +108,15 @@ class BisectConfig(BaseModel):
     llr_clip: float = 3.0  # nats: one sample can move the log-likelihood ratio at most this far
     consistency_p: float = 0.05  # the SPRT may call c good (bad) only if c vs good (bad) has p >= this
     min_effect_fraction: float = 0.25  # of the good->bad change: smaller steps do not count
+    # The smallest change of level, in percent, that a probe measured on one server launch can
+    # show beyond what separates two launches of one state (``stats.launch_floor_pct``: 4.5 % at
+    # a 1 % launch-to-launch spread). A smaller step does not count either, up to half the
+    # good->bad change (there the nearer end decides, as at the sample cap). 0 where samples
+    # carry no launch's offset (a benchmark command: each sample its own process). In the lab's
+    # uneven_steps one launch of a commit between the two steps came 2.3 % low: 0.3 of the way
+    # from the first step's level to bad, a third step to the rank test on its nine samples; the
+    # hunt named it, refuted it with an A/B and searched again (5 launches, 45 minutes).
+    level_floor_pct: float = 0.0
     higher_is_better: bool = True
     k: int = 1
     verify: bool = True
@@ -281,7 +290,8 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     against each reference, which also cover a level between the two (several steps)."""
     g_med, b_med = float(np.median(good)), float(np.median(bad))
     change_pct = abs(b_med - g_med) / g_med * 100 if g_med else 0.0
-    min_effect = cfg.min_effect_fraction * change_pct
+    least = _least_step(cfg, change_pct)  # of the change: a level nearer good is good's side
+    min_effect = least * change_pct
     span = b_med - g_med
     frac = (float(np.median(c)) - g_med) / span if span else 0.0  # 0 = at good, 1 = at bad
     vg = compare(good, c, alpha=cfg.alpha, beta=cfg.beta, min_effect_pct=min_effect, interval=False)
@@ -290,8 +300,13 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     llr = llr_of(good, bad, c, cfg.llr_clip)
     bound = float(np.log(1.0 / cfg.alpha))
     # The likelihood ratio assumes c looks like one of the two references; a level in between
-    # (several steps) would fool it, so it may only conclude where a rank test agrees.
-    sprt_bad = llr >= bound and vb.p_value >= cfg.consistency_p
+    # (several steps) would fool it, so it may only conclude where a rank test agrees. Not where
+    # each state is one server launch (``level_floor_pct``): there a probe's samples all carry its
+    # launch's offset, and a rank test tells two launches of one level apart (the lab's uneven
+    # steps: probes at a reference's level took 7 samples, not 3, before "good"); the level gate
+    # (the smallest step that counts, the launch floor included) stands in for it.
+    consistency = cfg.consistency_p if cfg.level_floor_pct <= 0 else 0.0
+    sprt_bad = llr >= bound and vb.p_value >= consistency
     # A level in between is the bad side of the step searched for (a step at or before c) once c
     # is clearly off good by the smallest step that counts: a second ratio test, good against good
     # moved that far towards bad. Before, only the rank test against good could say so, and at
@@ -301,27 +316,35 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     # tests' to decide) and that smallest step is three noise sds or more: within the noise the
     # test is not sure enough for its price (the hard bench's staircase, 10 % steps under 5 % CV:
     # both steps named in 73 % of 300 trials against 77 % without it, for 3 samples fewer).
-    shift = cfg.min_effect_fraction * span
+    shift = least * span
     clear = abs(shift) >= 3 * noise_sd(np.asarray(good), np.asarray(bad))
-    if not sprt_bad and frac >= 1.5 * cfg.min_effect_fraction and clear:
+    if not sprt_bad and frac >= 1.5 * least and clear:
         sprt_bad = llr_of(good, [x + shift for x in good], c, cfg.llr_clip) >= bound
     # ...and either may call it good only near good: a level a quarter or more of the way to bad is
     # a step (of several) that more samples must decide, however much closer to good than to bad.
-    sprt_good = llr <= -bound and vg.p_value >= cfg.consistency_p and frac < cfg.min_effect_fraction
-    if (sprt_bad or vg.verdict == "different") and frac >= cfg.min_effect_fraction:
+    sprt_good = llr <= -bound and vg.p_value >= consistency and frac < least
+    if (sprt_bad or vg.verdict == "different") and frac >= least:
         return "bad", vg.p_value, vb.p_value, True
     if (
         sprt_good
-        or (vg.verdict == "same" and frac < cfg.min_effect_fraction)  # "same" at a few samples is weak
+        or (vg.verdict == "same" and frac < least)  # "same" at a few samples is weak
         # Clearly not at bad and below the smallest step that counts: the good side of this step,
         # even when it differs from good (a smaller step elsewhere in the range: astroid's real
         # case sits 20 % above good under a 4x step, and no sample count ever made it "same").
-        or (vb.verdict == "different" and frac < cfg.min_effect_fraction)
+        or (vb.verdict == "different" and frac < least)
     ):
         return "good", vg.p_value, vb.p_value, True
     if at_cap:
         return ("bad" if frac >= 0.5 else "good"), vg.p_value, vb.p_value, False
     return None, vg.p_value, vb.p_value, False
+
+
+def _least_step(cfg: BisectConfig, change_pct: float) -> float:
+    """The smallest step that counts, as a fraction of the good->bad change of ``change_pct``:
+    ``min_effect_fraction``, or the launch floor's share of the change where larger, at most a half."""
+    if cfg.level_floor_pct <= 0 or change_pct <= 0:
+        return cfg.min_effect_fraction
+    return min(0.5, max(cfg.min_effect_fraction, cfg.level_floor_pct / change_pct))
 
 
 def bisect(

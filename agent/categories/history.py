@@ -17,6 +17,7 @@ from agent.experiments import (
     fmt,
     fresh_ab,
     freshness,
+    launch_context,
     record_confirmation,
     set_verdict,
     verdict_of,
@@ -27,6 +28,7 @@ from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.git import revert_branch
 from tools.measure import StateFailure
+from tools.stats import launch_floor_pct
 from tools.text import first_line
 
 NAME = "history"
@@ -91,6 +93,15 @@ def ends_refresh(hunt: Hunt) -> int:
     return 1 if hunt.target.command else 0
 
 
+def level_floor(hunt: Hunt) -> float:
+    """The smallest level change a probe on one server launch can show (``BisectConfig.
+    level_floor_pct``): from the launch-to-launch spread the hunt has measured (``launch_context``)
+    or the prior's; 0 for a benchmark command (each sample its own process: no launch offset)."""
+    if hunt.target.command:
+        return 0.0
+    return launch_floor_pct(launch_context(hunt), BisectConfig().alpha)
+
+
 def ref_growth(hunt: Hunt, rt: Runtime) -> float:
     """How the ends grow with a probe that outgrows them (``BisectConfig.ref_growth``): in coarse
     steps where launches are dear (each top-up of an end is a launch, and the probe's next samples
@@ -125,6 +136,7 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
             no_ops=no_ops,
             ref_refresh=ends_refresh(hunt),
             ref_growth=ref_growth(hunt, rt),
+            level_floor_pct=level_floor(hunt),
         ),
     )
     known = {m.ref for m in hunt.measurements}
