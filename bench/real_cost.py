@@ -188,7 +188,7 @@ def main() -> None:
         rows.append({"scenario": spec.stem, "exact": ok, "cost": c, "wall_s": r["wall_s"], "pinpoint": pp})
         save(rows)  # a killed run keeps its rows
         pin = (
-            f"{pp[0] * 100:>11.0f}% {pp[1]:>8.0f} {real_minutes(int(pp[1]), int(pp[1])):>8.0f}"
+            f"{pp[0] * 100:>11.0f}% {pp[1]:>8.0f} {real_minutes(pp[1], pp[1]):>8.0f}"
             if pp
             else f"{'-':>12} {'-':>8} {'-':>8}"
         )
