@@ -108,15 +108,15 @@ class BisectConfig(BaseModel):
     llr_clip: float = 3.0  # nats: one sample can move the log-likelihood ratio at most this far
     consistency_p: float = 0.05  # the SPRT may call c good (bad) only if c vs good (bad) has p >= this
     min_effect_fraction: float = 0.25  # of the good->bad change: smaller steps do not count
-    # The smallest change of level, in percent, that a probe measured on one server launch can
-    # show beyond what separates two launches of one state (``stats.launch_floor_pct``: 4.5 % at
-    # a 1 % launch-to-launch spread). A smaller step does not count either, up to half the
-    # good->bad change (there the nearer end decides, as at the sample cap). 0 where samples
-    # carry no launch's offset (a benchmark command: each sample its own process). In the lab's
-    # uneven_steps one launch of a commit between the two steps came 2.3 % low: 0.3 of the way
-    # from the first step's level to bad, a third step to the rank test on its nine samples; the
-    # hunt named it, refuted it with an A/B and searched again (5 launches, 45 minutes).
-    level_floor_pct: float = 0.0
+    # Each probe is one server launch, whose offset all its samples carry (launches of one state
+    # differ by about 1 %, more than one launch's samples do). A rank test then tells two launches
+    # of one level apart, so the rank tests' consistency check of the likelihood ratio is not
+    # applied (the level gate, the smallest step that counts, stands in for it). False for a
+    # benchmark command (each sample its own process) and the bench.
+    launch_offsets: bool = False
+    # Set by ``bisect`` for a search above a culprit: the whole good->bad change, in percent, whose
+    # quarter (``min_effect_fraction``) stays the smallest step that counts there.
+    whole_change_pct: float | None = None
     higher_is_better: bool = True
     k: int = 1
     verify: bool = True
@@ -301,11 +301,11 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
     bound = float(np.log(1.0 / cfg.alpha))
     # The likelihood ratio assumes c looks like one of the two references; a level in between
     # (several steps) would fool it, so it may only conclude where a rank test agrees. Not where
-    # each state is one server launch (``level_floor_pct``): there a probe's samples all carry its
+    # each probe is one server launch (``launch_offsets``): there a probe's samples all carry its
     # launch's offset, and a rank test tells two launches of one level apart (the lab's uneven
     # steps: probes at a reference's level took 7 samples, not 3, before "good"); the level gate
-    # (the smallest step that counts, the launch floor included) stands in for it.
-    consistency = cfg.consistency_p if cfg.level_floor_pct <= 0 else 0.0
+    # (the smallest step that counts) stands in for it.
+    consistency = 0.0 if cfg.launch_offsets else cfg.consistency_p
     sprt_bad = llr >= bound and vb.p_value >= consistency
     # A level in between is the bad side of the step searched for (a step at or before c) once c
     # is clearly off good by the smallest step that counts: a second ratio test, good against good
@@ -341,10 +341,11 @@ def _classify(good: list[float], bad: list[float], c: list[float], cfg: BisectCo
 
 def _least_step(cfg: BisectConfig, change_pct: float) -> float:
     """The smallest step that counts, as a fraction of the good->bad change of ``change_pct``:
-    ``min_effect_fraction``, or the launch floor's share of the change where larger, at most a half."""
-    if cfg.level_floor_pct <= 0 or change_pct <= 0:
+    ``min_effect_fraction`` of it, or, in a search above a culprit, of the whole change
+    (``whole_change_pct``), at most a half (there the nearer end decides, as at the sample cap)."""
+    if not cfg.whole_change_pct or change_pct <= 0:
         return cfg.min_effect_fraction
-    return min(0.5, max(cfg.min_effect_fraction, cfg.level_floor_pct / change_pct))
+    return min(0.5, cfg.min_effect_fraction * max(1.0, cfg.whole_change_pct / change_pct))
 
 
 def bisect(
@@ -371,6 +372,19 @@ def bisect(
         _reference(samples, ref, name, samples.ref_n)
     records: list[ProbeRecord] = []
     skipped: set[str] = set()
+
+    def above(good_ref: str) -> BisectConfig:
+        """The config of a search: above a culprit, the smallest step that counts stays a quarter of
+        the whole good->bad change, not of what is left above the culprit (a quarter of that may be
+        an eighth of the whole: the lab's uneven_steps named a commit between its two steps whose
+        one launch came 2.3 % low, 0.3 of the way from the first step's level to bad, and the hunt
+        spent 5 launches refuting it; probes at the culprit's level had to come within an eighth
+        of the whole change of it before they were called good)."""
+        if good_ref == good:
+            return cfg
+        g, b = (float(np.median(samples.data[x])) for x in (good, bad))
+        return cfg.model_copy(update={"whole_change_pct": abs(b - g) / abs(g) * 100 if g else None})
+
     culprits: list[Culprit] = []
     rejected: list[Culprit] = []
     rounds = 0
@@ -383,7 +397,8 @@ def bisect(
         graph = CommitGraph(remaining, frozenset(cfg.no_ops))
         if bad not in graph.index:
             break
-        found, used_rounds = _search(graph, good_ref, bad, samples, cfg, records, skipped, rounds, on_record)
+        search_cfg = above(good_ref)
+        found, used_rounds = _search(graph, good_ref, bad, samples, search_cfg, records, skipped, rounds, on_record)
         rounds += used_rounds
         if found is None:
             break

@@ -504,19 +504,6 @@ def _launch_spread(states: list[list[np.ndarray]]) -> tuple[float, float, float,
     return var_w, var_l, df_b + PRIOR_DF, logs
 
 
-def launch_floor_pct(context: Sequence[Sequence[Sequence[float]]], alpha: float) -> float:
-    """The smallest change of level, in percent, that two states measured on one launch each can
-    show beyond their launches' offsets at error ``alpha`` (two-sided): z(alpha / 2) x sqrt(2) x
-    the launch-to-launch spread (``context``'s, each state measured on two launches or more, or
-    ``PRIOR_LAUNCH_CV`` until measured). At 1 % and alpha 0.0015: 4.5 %."""
-    from scipy import stats  # imported when first used: a second of every CLI start
-
-    states = [[np.asarray(g, dtype=float) for g in side if len(g)] for side in context]
-    spread = _launch_spread(states)
-    var_l = spread[1] if spread is not None and spread[3] else PRIOR_LAUNCH_CV**2
-    return math.expm1(float(stats.norm.isf(alpha / 2)) * math.sqrt(2 * var_l)) * 100
-
-
 def launch_level_p(
     a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], context: Sequence[Sequence[Sequence[float]]]
 ) -> float:

@@ -17,7 +17,6 @@ from agent.experiments import (
     fmt,
     fresh_ab,
     freshness,
-    launch_context,
     record_confirmation,
     set_verdict,
     verdict_of,
@@ -28,7 +27,6 @@ from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.git import revert_branch
 from tools.measure import StateFailure
-from tools.stats import launch_floor_pct
 from tools.text import first_line
 
 NAME = "history"
@@ -93,13 +91,10 @@ def ends_refresh(hunt: Hunt) -> int:
     return 1 if hunt.target.command else 0
 
 
-def level_floor(hunt: Hunt) -> float:
-    """The smallest level change a probe on one server launch can show (``BisectConfig.
-    level_floor_pct``): from the launch-to-launch spread the hunt has measured (``launch_context``)
-    or the prior's; 0 for a benchmark command (each sample its own process: no launch offset)."""
-    if hunt.target.command:
-        return 0.0
-    return launch_floor_pct(launch_context(hunt), BisectConfig().alpha)
+def launch_offsets(hunt: Hunt) -> bool:
+    """Does every probe carry one server launch's offset (``BisectConfig.launch_offsets``)? Not for
+    a benchmark command: each sample is its own process."""
+    return not hunt.target.command
 
 
 def ref_growth(hunt: Hunt, rt: Runtime) -> float:
@@ -136,7 +131,7 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
             no_ops=no_ops,
             ref_refresh=ends_refresh(hunt),
             ref_growth=ref_growth(hunt, rt),
-            level_floor_pct=level_floor(hunt),
+            launch_offsets=launch_offsets(hunt),
         ),
     )
     known = {m.ref for m in hunt.measurements}
