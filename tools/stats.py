@@ -458,38 +458,17 @@ def launch_level(
     launches = [[np.asarray(g, dtype=float) for g in side if len(g)] for side in (a, b, *context)]
     if not launches[0] or not launches[1]:
         return None
-    spread = _launch_spread(launches)
-    if spread is None:
-        return None
-    var_w, var_l, df, logs = spread
+    every = np.concatenate([g for side in launches for g in side])
+    logs = bool(every.min() > 0)
     if logs:
-        launches = [[np.log(g) for g in side] for side in launches[:2]]
-    (ma, na, ka), (mb, nb, kb) = (
-        (float(np.mean([g.mean() for g in side])), sum(g.size for g in side), len(side)) for side in launches[:2]
-    )
-    se = math.sqrt(var_l * (1 / ka + 1 / kb) + var_w * (1 / na + 1 / nb))
-    return LaunchLevel(diff=mb - ma, se=se, df=df, logs=logs)
-
-
-def _launch_spread(states: list[list[np.ndarray]]) -> tuple[float, float, float, bool] | None:
-    """(within-launch variance, launch-to-launch variance, the latter's degrees of freedom, in
-    logs?) from states' samples by launch: the one-way ANOVA of every state with two launches or
-    more, shrunk by ``PRIOR_DF`` degrees of freedom toward ``PRIOR_RHO``'s spread or
-    ``PRIOR_LAUNCH_CV``, whichever is larger. Logs where every value is positive (a launch's offset
-    scales its samples). None where no launch has two samples."""
-    every = [g for side in states for g in side if g.size]
-    if not every:
-        return None
-    logs = bool(min(float(g.min()) for g in every) > 0)
-    if logs:
-        states = [[np.log(g) for g in side] for side in states]
-    ss_w = sum(float(((g - g.mean()) ** 2).sum()) for side in states for g in side)
-    df_w = sum(g.size - 1 for side in states for g in side)
+        launches = [[np.log(g) for g in side] for side in launches]
+    ss_w = sum(float(((g - g.mean()) ** 2).sum()) for side in launches for g in side)
+    df_w = sum(g.size - 1 for side in launches for g in side)
     if df_w == 0:
         return None
     var_w = ss_w / df_w
     ss_b = df_b = 0.0
-    for side in states:  # every state's launches where it has two or more
+    for side in launches:  # every state's launches, the A/B's own where it has two or more
         if len(side) < 2:
             continue
         means = np.array([g.mean() for g in side])
@@ -501,7 +480,11 @@ def _launch_spread(states: list[list[np.ndarray]]) -> tuple[float, float, float,
     if logs:  # a coefficient of variation is a spread of the logs
         prior = max(prior, PRIOR_LAUNCH_CV**2)
     var_l = (max(0.0, ss_b) + PRIOR_DF * prior) / (df_b + PRIOR_DF)
-    return var_w, var_l, df_b + PRIOR_DF, logs
+    (ma, na, ka), (mb, nb, kb) = (
+        (float(np.mean([g.mean() for g in side])), sum(g.size for g in side), len(side)) for side in launches[:2]
+    )
+    se = math.sqrt(var_l * (1 / ka + 1 / kb) + var_w * (1 / na + 1 / nb))
+    return LaunchLevel(diff=mb - ma, se=se, df=df_b + PRIOR_DF, logs=logs)
 
 
 def launch_level_p(
