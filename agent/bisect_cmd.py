@@ -180,7 +180,7 @@ def bisect_cmd(
     if max_wall is not None:
         measurer.deadline = time.time() + max_wall
     probe = probes.probe_fn(launch, workload) if probes else measurer.probe_fn(launch, workload)
-    cfg = BisectConfig(k=k, higher_is_better=higher)
+    cfg = BisectConfig.for_probes(bool(bench), k=k, higher_is_better=higher)
     seen: list[ProbeRecord] = []
 
     def show(rec: ProbeRecord) -> None:

@@ -20,7 +20,7 @@ reproduced drop, the hunt goes on:
 from __future__ import annotations
 
 from agent import multiple
-from agent.categories.history import ends_refresh, launch_offsets, ref_growth, subject_of
+from agent.categories.history import ref_growth, subject_of
 from agent.experiments import explains, fmt, fresh_ab, freshness, verdict_of
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Hunt
@@ -156,12 +156,11 @@ def _bisect_without(hunt: Hunt, rt: Runtime, first: str) -> str | None:
         good,
         head,
         rt.probe_fn(hunt, seen, twin=twin),
-        BisectConfig(
+        BisectConfig.for_probes(
+            bool(hunt.target.command),
             higher_is_better=hunt.target.higher_is_better,
             no_ops=[p["sha"] for p in hunt.pruned] + [first],
-            ref_refresh=ends_refresh(hunt),
             ref_growth=ref_growth(hunt, rt),
-            launch_offsets=launch_offsets(hunt),
         ),
     )
     for sha, got in seen.items():

@@ -407,3 +407,15 @@ def test_above_a_culprit_the_smallest_step_that_counts_is_still_a_quarter_of_the
         probe, _ = noisy(level, 0.005, seed)
         res = bisect(parents, shas[0], shas[-1], probe)
         assert [c.sha for c in res.culprits] == ["c0008", "c0030"], seed
+
+
+def test_what_one_probe_is_sets_how_the_ends_and_launches_are_judged():
+    """A hunt and ``sleuth bisect`` build their config from one rule: a server probe is one launch
+    (its samples share the launch's offset; the ends are measured once), a benchmark command's
+    samples are separate processes (a fresh sample of each end beside every probe), except on a
+    pool, where a fresh end would be measured on whichever host was free."""
+    server = BisectConfig.for_probes(False, higher_is_better=False)
+    assert (server.ref_refresh, server.launch_offsets, server.higher_is_better) == (0, True, False)
+    command = BisectConfig.for_probes(True)
+    assert (command.ref_refresh, command.launch_offsets) == (1, False)
+    assert BisectConfig.for_probes(True, k=2).ref_refresh == 0

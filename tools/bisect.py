@@ -148,6 +148,17 @@ class BisectConfig(BaseModel):
     # and an outlier moves it little) or "kde" (each reference's kernel density: any shape).
     llr_model: Literal["kde", "t"] = "t"
 
+    @classmethod
+    def for_probes(cls, bench_command: bool, **settings) -> BisectConfig:
+        """The config for what one probe is, so that a hunt and ``sleuth bisect`` judge alike: a
+        benchmark command (each sample its own process: a fresh sample of each end beside every
+        probe costs no launch, and samples carry no launch offset) or a server launch (each probe
+        one launch, whose offset all its samples carry; the ends measured once). A pool of k hosts
+        keeps its ends measured once either way: a fresh end beside each of k probes would be
+        measured on whichever host was free."""
+        fresh = bench_command and settings.get("k", 1) == 1
+        return cls(ref_refresh=1 if fresh else 0, launch_offsets=not bench_command, **settings)
+
 
 class _Samples:
     """Samples per commit, fetched through the probe and kept (a state is never re-measured)."""

@@ -85,18 +85,6 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     set_verdict([h], status, text, [good.id, head.id])
 
 
-def ends_refresh(hunt: Hunt) -> int:
-    """Fresh samples of each end beside every probe (``BisectConfig.ref_refresh``): one where a
-    sample costs no launch (a benchmark command); none where each would be a server launch."""
-    return 1 if hunt.target.command else 0
-
-
-def launch_offsets(hunt: Hunt) -> bool:
-    """Does every probe carry one server launch's offset (``BisectConfig.launch_offsets``)? Not for
-    a benchmark command: each sample is its own process."""
-    return not hunt.target.command
-
-
 def ref_growth(hunt: Hunt, rt: Runtime) -> float:
     """How the ends grow with a probe that outgrows them (``BisectConfig.ref_growth``): in coarse
     steps where launches are dear (each top-up of an end is a launch, and the probe's next samples
@@ -124,14 +112,13 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         good,
         head,
         rt.probe_fn(hunt, seen),
-        BisectConfig(
+        BisectConfig.for_probes(
+            bool(hunt.target.command),
             higher_is_better=hunt.target.higher_is_better,
             verify=bool(hunt.rejected_culprits),
             known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
             no_ops=no_ops,
-            ref_refresh=ends_refresh(hunt),
             ref_growth=ref_growth(hunt, rt),
-            launch_offsets=launch_offsets(hunt),
         ),
     )
     known = {m.ref for m in hunt.measurements}
