@@ -13,7 +13,9 @@ trials:
   a fixed threshold halfway between the good and bad values (simulated: same decisions, no git);
 - Pinpoint: 10 samples per change doubling to 160 while undecided, p = min(KS, MWU), different
   at p <= 0.01, same above the high threshold for the alerted change (beta 0.01); each midpoint
-  is compared with both ends of its segment.
+  is compared with both ends of its segment, and one branch is followed (one step at most);
+- Pinpoint all (``--hard`` only): its exploration as catapult's source runs it, every adjacent
+  pair of measured changes compared, each that differs split, so several steps can be named.
 
 Then the harder cells (``--hard``; issue 15): real noise is heavy-tailed, drifts with load and
 comes in bursts, and regressions come in steps. Log-normal noise at the given CV with 2 % of
@@ -30,6 +32,7 @@ bisected through real servers (wall time printed).
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import tempfile
 import textwrap
@@ -175,6 +178,56 @@ def pinpoint(
     return hi == culprit, probes, sum(len(v) for v in data.values()), [hi]
 
 
+def pinpoint_explore(
+    n: int, draw, start: int = 10, broken: frozenset[int] = frozenset(), cap: int = 160
+) -> tuple[int, int, list[int]]:
+    """Pinpoint's exploration as its source runs it (catapult ``job_state.Explore``,
+    ``exploration.Speculate``): every pair of adjacent measured changes is compared; a pair that
+    differs gets its midpoint (a buildable one), an undecided pair 10 more attempts on the side
+    with fewer (at most ``cap``; there, as where Pinpoint's high threshold has fallen below its low
+    one, p <= 0.01 is different and anything else the same), a pair that is the same nothing;
+    every adjacent pair that differs with nothing buildable between is a culprit. So it names
+    several steps where the one-branch schedule above names one. Its speculation (two levels of
+    midpoints at once) buys wall time with more samples and is left out: this counts the fewest
+    samples its exploration needs. Returns (probes, samples, named)."""
+    data: dict[int, list[float]] = {}
+
+    def add(i: int, k: int) -> None:
+        data.setdefault(i, []).extend(draw(i, k))
+
+    add(0, start)
+    add(n, start)
+    magnitude = abs(np.median(data[n]) - np.median(data[0])) / np.median(data[0]) * 100
+    changes = [0, n]
+
+    def verdict(a: int, b: int) -> str:
+        c = compare(data[a], data[b], alpha=0.01, min_effect_pct=magnitude, beta=0.01, interval=False)
+        if c.verdict == "unknown" and min(len(data[a]), len(data[b])) >= cap:
+            return "different" if c.p_value <= 0.01 else "same"
+        return c.verdict
+
+    while True:
+        new, more = [], []
+        for a, b in itertools.pairwise(changes):
+            v = verdict(a, b)
+            if v == "different":
+                mid = buildable_mid(a, b, broken)
+                if mid is not None and mid not in data:
+                    new.append(mid)
+            elif v != "same":
+                more.append(a if len(data[a]) <= len(data[b]) else b)
+        if not new and not more:
+            break
+        for i in new:
+            add(i, start)
+        for i in set(more):
+            add(i, 10)
+        changes = sorted(set(changes) | set(new))
+    ends = itertools.pairwise(changes)
+    named = [b for a, b in ends if buildable_mid(a, b, broken) is None and verdict(a, b) == "different"]
+    return len(changes) - 2, sum(len(v) for v in data.values()), named
+
+
 def synthetic(trials: int) -> None:
     print(f"synthetic: one {100 - DROP * 100:.0f}% regression, {trials} trials per cell, seeded\n")
     head = (
@@ -230,6 +283,7 @@ def hard(trials: int) -> None:
     for label, n, cv, fractions in HARD_CELLS:
         rows: dict[str, list] = {
             "ours": [], "ours +ends": [], "ours +sandw": [], "git bisect": [], "pinpoint": [], "pinpoint x2": [],
+            "pinpoint all": [],
         }  # fmt: skip
         for t in range(trials):
             pick = np.random.default_rng(20_000 + t)
@@ -250,6 +304,9 @@ def hard(trials: int) -> None:
                     )
                     samples += 2
                     ok = {named[0]} == want
+                elif name == "pinpoint all":  # every differing pair explored: several steps named
+                    probes, samples, named = pinpoint_explore(n, draw, broken=broken)
+                    ok = set(named) == want
                 else:  # "x2": 20 samples per change before doubling, accuracy bought with samples
                     start = 20 if name.endswith("x2") else 10
                     ok, probes, samples, named = pinpoint(n, min(want), draw, start=start, broken=broken)
