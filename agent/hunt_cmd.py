@@ -199,6 +199,8 @@ def run_hunt(
 
 
 def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None = None) -> None:
+    if hunt.bad_flag:  # the input made the hunt impossible: one line naming it, exit 2 (the run is kept)
+        bad_input(f"{hunt.bad_flag}: {hunt.error}")
     if json_out:
         print_json(verdict(hunt))
     elif out.is_terminal:  # rendered: headings, tables, verdicts in colour, the approve command highlighted

@@ -32,7 +32,10 @@ BenchOutputOpt = Annotated[
 ]
 DirectionOpt = Annotated[
     bool | None,
-    typer.Option("--lower-is-better/--higher-is-better", help="the metric's direction (default: from its name)"),
+    typer.Option(
+        "--lower-is-better/--higher-is-better",
+        help="the metric's direction (default: from its name; required for a --bench number with no name)",
+    ),
 ]
 
 
@@ -76,8 +79,15 @@ def resolve_metric(
         return MetricChoice(metric=spec.name, higher_is_better=_direction(spec.name, lower), output=output)
     if output is not None or "{out}" in command:
         bad_input("--metric: name the key to read from the benchmark's output file")
+    if lower is None:
+        # A number with no name has no direction to look up, and guessing one turns a regression
+        # into "no regression" (a 36x slowdown read as a 36x gain): the user says which way.
+        bad_input(
+            "--lower-is-better/--higher-is-better: required: the benchmark's number has no name "
+            "that tells which way is better"
+        )
     warning = None if regex else LAST_NUMBER_WARNING
-    return MetricChoice(metric="value", higher_is_better=lower is not True, regex=regex, warning=warning)
+    return MetricChoice(metric="value", higher_is_better=not lower, regex=regex, warning=warning)
 
 
 def _direction(name: str, lower: bool | None) -> bool:

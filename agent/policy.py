@@ -36,6 +36,26 @@ LEAST_DROP_PCT = 1.0  # ...nor one under this, whatever the alert reports (a mac
 
 
 # -- phases ----------------------------------------------------------------------------------
+def _blame_the_command(hunt: Hunt, rt: Runtime) -> None:
+    """HEAD's benchmark command yields no number: one sample at the good ref says whose fault it
+    is. None there either: the command is wrong (a typo'd script, a relative path to a file
+    outside the repository, nothing printed), bad input naming ``--bench``. One there: the
+    benchmark worked and stopped working since, which the error says."""
+    t = hunt.target
+    if not t.command or not t.good_ref:
+        return
+    try:
+        good = rt.measure(hunt, "good", t.good_ref, samples=1)
+    except ProbeError as exc:
+        hunt.bad_flag = "--bench"
+        hunt.error = (
+            f"the benchmark yields no number at HEAD nor at the good ref {t.good_ref}: {first_line(exc)} "
+            "(it runs in a scratch worktree of each state: a script outside the repository needs its absolute path)"
+        )
+        return
+    hunt.error += f"; at the good ref {t.good_ref} it gives {good.median:.4g}: a change since broke the benchmark"
+
+
 def reproduce(hunt: Hunt, rt: Runtime) -> None:
     try:
         now = rt.measure(hunt, "now", "WORKTREE")
@@ -45,6 +65,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
     except ProbeError as exc:  # it cannot be measured (a benchmark that fails, GPUs taken): say why
         hunt.status = "inconclusive"
         hunt.error = f"the working tree cannot be measured: {first_line(exc)}"
+        _blame_the_command(hunt, rt)
         rt.say(hunt, "reproduce", hunt.error)
         return
     t = hunt.target

@@ -199,6 +199,9 @@ class Hunt(BaseModel):
     # re-run node has already recorded after it (``transcripts.cassette.Resumption``).
     seq: int | None = None
     error: str | None = None
+    # The flag whose value made the hunt impossible (a --bench command that yields no number at HEAD
+    # nor at the good ref): the CLI says so in one line, exit code 2, as for any bad input.
+    bad_flag: str | None = None
     llm: LLMSettings | None = None  # the LLM policy's settings (None for the deterministic policies)
     conversation: Conversation = Conversation()
 

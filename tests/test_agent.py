@@ -161,7 +161,15 @@ def test_an_exhausted_budget_is_inconclusive_not_a_traceback(tiny, tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--repo", "/tmp", "--bench", "echo 1", "--good", "HEAD"], "error: --repo: /tmp is not a git repository"),
+        (
+            ["--repo", "/tmp", "--bench", "echo 1", "--good", "HEAD", "--lower-is-better"],
+            "error: --repo: /tmp is not a git repository",
+        ),
+        # a number with no name has no direction: guessed, a 36x slowdown read as "no regression"
+        (
+            ["--repo", "/tmp", "--bench", "echo 1", "--good", "HEAD"],
+            "error: --lower-is-better/--higher-is-better: required: the benchmark's number has no name",
+        ),
         (["--alert", "/nonexistent/alert.json"], "error: --alert: /nonexistent/alert.json: not an alert payload"),
         (["--good", "no-such-ref"], "error: --good: unknown ref 'no-such-ref'"),
     ],
@@ -547,3 +555,34 @@ def _masked_repo(tmp_path: Path, hidden: bool = True) -> tuple[Path, str, str]:
 # The searches for the rest of a drop (a culprit that hid another, a rest outside the repository,
 # a search cut by the probe budget) are the recorded worlds rest_hidden, rest_outside and
 # rest_budget of tests/worlds.py: replayed in the default run, hunted live in the slow step.
+
+
+def test_a_benchmark_that_yields_no_number_anywhere_is_bad_input_naming_bench(tiny, tmp_path):
+    """A new user's first mistakes: a script path relative to where they stand (the command runs
+    in a scratch worktree of each state), or a command that prints nothing. HEAD and the good ref
+    both give no number: one line naming --bench, exit 2, the user's checkout untouched."""
+    repo, good = tiny
+    before = fingerprint(repo)
+    for bench in ("echo done", "python3 /nonexistent/bench.py"):
+        proc = sleuth_in_process(
+            "hunt", "--repo", repo, "--good", good, "--bench", bench, "--lower-is-better", "--db", tmp_path / "r.db"
+        )
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"error: --bench: the benchmark yields no number at HEAD nor at the good ref {good}")
+        assert "Traceback" not in proc.stderr
+    assert fingerprint(repo) == before
+
+
+def test_a_benchmark_that_stopped_working_since_the_good_ref_is_a_finding_not_bad_input(tiny, tmp_path):
+    repo, good = tiny
+    (repo / "bench.py").write_text("print('no number any more')\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "break the benchmark"], check=True)
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive"
+    assert "the benchmark printed no number" in v["error"] and "a change since broke the benchmark" in v["error"]

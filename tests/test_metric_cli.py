@@ -99,7 +99,8 @@ def test_without_a_metric_the_last_number_rule_warns(repo, tmp_path):
     path, _ = repo
     proc = sleuth_in_process(
         "bisect", "--repo", str(path), "--good", "HEAD~1",
-        "--bench", "python3 bench_serving.py --output-file /dev/null", "--workdir", str(tmp_path), "--max-wall", "2",
+        "--bench", "python3 bench_serving.py --output-file /dev/null", "--lower-is-better", "--workdir", str(tmp_path),
+        "--max-wall", "2",
     )  # fmt: skip
     assert "the last number the benchmark prints" in proc.stdout + proc.stderr
 
@@ -111,6 +112,9 @@ def test_without_a_metric_the_last_number_rule_warns(repo, tmp_path):
         (["--bench", "true", "--metric", "p99[", "--lower-is-better"], "--metric: 'p99[' is not a JSON key or path"),
         (["--bench", "true", "--metric", "x_ms", "--bench-output", "/tmp/x.json"], "--bench-output: '/tmp/x.json'"),
         (["--bench", "true {out}"], "--metric: name the key"),
+        # a number with no name says nothing about its direction: the user does
+        (["--bench", "true"], "--lower-is-better/--higher-is-better: required: the benchmark's number has no name"),
+        (["--bench", "true", "--metric-regex", "took ([0-9.]+)"], "--lower-is-better/--higher-is-better: required"),
         (["--launch", "x {port}", "--served-model", "m", "--metric", "p42_ttft_ms"], "--metric: 'p42_ttft_ms'"),
         (["--launch", "x {port}", "--served-model", "m", "--metric-regex", "x"], "--metric-regex: only with --bench"),
     ],

@@ -72,7 +72,16 @@ def test_a_bad_pool_file_names_the_field(tiny, tmp_path):
     repo, good = tiny
     (tmp_path / "pool.toml").write_text("[[hosts]]\nname = 'x'\n")
     proc = sleuth_in_process(
-        "bisect", "--repo", repo, "--good", good, "--bench", "true", "--pool", tmp_path / "pool.toml"
+        "bisect",
+        "--repo",
+        repo,
+        "--good",
+        good,
+        "--bench",
+        "true",
+        "--lower-is-better",
+        "--pool",
+        tmp_path / "pool.toml",
     )
     assert proc.returncode == 2
     assert "--pool: " in proc.stderr and "pool.toml: hosts.0.repo: Field required" in proc.stderr
