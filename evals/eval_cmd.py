@@ -17,6 +17,7 @@ from agent.state import LLMSettings
 from evals import report
 from evals.backends import LocalBackend, RayBackend, RayError
 from evals.runner import find_specs, rescore, run_set, set_rows
+from tools.text import first_line
 from transcripts.store import Store
 
 
@@ -111,7 +112,10 @@ def eval_cmd(
         for spec in specs:
             try:
                 if is_real(spec.read_text()):  # a public project's regression (evals.realworld)
-                    load_case(spec)
+                    case = load_case(spec)
+                    for name in (case.bundle, case.licence):
+                        if not (spec.parent / name).is_file():
+                            _bad(f"{spec.parent / name}: missing (named by {spec.name}; the case cannot be unpacked)")
                 else:
                     load_spec(spec)
             except SpecError as exc:
@@ -124,7 +128,13 @@ def eval_cmd(
             task = bar.add_task(f"eval ({policy})", total=total)
 
             def done(got: dict, sc) -> None:
-                mark = "exact" if sc and sc.exact else ("crashed: " + str(got.get("error"))[:80]) if not sc else "wrong"
+                mark = (
+                    "exact"
+                    if sc and sc.exact
+                    else ("crashed: " + first_line(got.get("error"), 160))
+                    if not sc
+                    else "wrong"
+                )
                 bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
                 bar.advance(task)
 
@@ -164,5 +174,7 @@ def eval_cmd(
                 + (f" ({agg['mean_probes_over_bound']:.2f} x bound)" if agg["mean_probes_over_bound"] else "")
                 + f", {s.get('wall_s', 0):.0f} s"
             )
+        if agg["runs"] and agg["crashed"] == agg["runs"]:
+            raise typer.Exit(1)  # no run was scored: the evaluation itself failed
     finally:
         store.close()

@@ -73,7 +73,9 @@ def run_job(job: Job) -> dict:
 
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="sleuth-eval-"))
-    out: dict = {"job": job.model_dump(), "scenario": Path(job.spec).stem}
+    spec_path = Path(job.spec)  # a real case is its folder's case.toml: named by the folder
+    name = spec_path.parent.name if spec_path.name == "case.toml" else spec_path.stem
+    out: dict = {"job": job.model_dump(), "scenario": name}
     try:
         spec_text = job.spec_text if job.spec_text is not None else Path(job.spec).read_text()
         spec_file = work / Path(job.spec).name

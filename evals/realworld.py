@@ -154,7 +154,11 @@ class BuiltCase:
 def case_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """git in a case's repository (quiet about detached checkouts, bounded by ``GIT_TIMEOUT_S``)."""
     base = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
-    return subprocess.run([*base, *args], check=check, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    proc = subprocess.run([*base, *args], check=False, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    if check and proc.returncode:  # git's own last words, not only "returned non-zero exit status"
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        raise RuntimeError(f"git {args[0]} failed ({proc.returncode}): {said[-1] if said else 'no output'}")
+    return proc
 
 
 def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:

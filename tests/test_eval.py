@@ -113,3 +113,27 @@ def test_eval_bad_input_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2 and "bad.toml: alert.bad: required field missing" in proc.stderr
     proc = sleuth_in_process("eval", "--rescore", "set-none", "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2 and "SET:" in proc.stderr
+
+
+def test_a_set_in_which_no_run_could_be_scored_exits_1_naming_each_crash(tmp_path):
+    (tmp_path / "broken.toml").write_text(textwrap.dedent(BROKEN))  # valid, but it cannot be built
+    proc = sleuth_in_process("eval", str(tmp_path / "broken.toml"), "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "broken: crashed: " in proc.stdout + proc.stderr and "exact 0 % of 1 runs" in proc.stdout
+
+
+def test_a_real_case_without_its_history_is_bad_input_naming_the_file(tmp_path):
+    """A case folder copied without its bundle (an install that left the data out): one line
+    naming the missing file, exit 2, before any run starts."""
+    import shutil
+    from pathlib import Path
+
+    case = tmp_path / "lizard_jsx_regex"
+    shutil.copytree(Path(__file__).parent.parent / "evals/suites/real/lizard_jsx_regex", case)
+    (case / "history.bundle").unlink()
+    proc = sleuth_in_process("eval", str(case), "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        == f"error: {case / 'history.bundle'}: missing (named by case.toml; the case cannot be unpacked)"
+    )
