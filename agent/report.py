@@ -163,7 +163,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     ]
     lines += ["## Root cause", ""]
     if hunt.root_kind:
-        lines.append(f"**{hunt.root_kind}** `{hunt.root_ref or ''}`: {hunt.root_summary}")
+        ref = f" `{hunt.root_ref}`" if hunt.root_ref else ""  # "none" has no ref: no empty code span
+        lines.append(f"**{hunt.root_kind}**{ref}: {hunt.root_summary}")
     else:
         lines.append(hunt.root_summary or hunt.error or "not found")
     if hunt.confirmation.get("text"):

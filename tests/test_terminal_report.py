@@ -246,3 +246,14 @@ def test_long_tables_of_the_report_keep_their_ends_and_count_the_rest():
     assert any(r[0] == "... 7 more states" for r in numbers)
     text = markdown(hunt)
     assert "| ... 28 more |" in text and "`0000000000`" in text
+
+
+def test_a_root_cause_with_no_ref_has_no_empty_code_span():
+    """'no regression' names no state: the line is '**none**: why', never '**none** ``: why'."""
+    from agent.report import markdown
+    from agent.state import Hunt, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/x", command="true"), status="concluded")
+    hunt.root_kind, hunt.root_summary = "none", "no regression between the known-good ref and now"
+    text = markdown(hunt)
+    assert "**none**: no regression between the known-good ref and now" in text and "``" not in text
