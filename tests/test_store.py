@@ -154,3 +154,39 @@ def test_a_store_locked_for_good_still_says_so(tmp_path):
             Store(path, busy_timeout_s=0.05)
     finally:
         holder.close()
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        '{"HF_TOKEN": "hf_FAKEabcdefghijkl", "DB_PASSWORD": "hunter2fake", "max_tokens": "24"}',  # json.dumps(env)
+        # that dump inside a JSON string
+        '{\\"HF_TOKEN\\": \\"hf_FAKEabcdefghijkl\\", \\"DB_PASSWORD\\": \\"hunter2fake\\"}',
+        "{'HF_TOKEN': 'hf_FAKEabcdefghijkl', 'DB_PASSWORD': 'hunter2fake'}",  # a Python repr
+    ],
+)
+def test_an_environment_dump_is_redacted_in_each_quoting(dump):
+    out = redact(dump)
+    assert "hf_FAKE" not in out and "hunter2fake" not in out and out.count("[REDACTED]") == 2
+    assert "max_tokens" not in dump or '"max_tokens": "24"' in out  # a count is not a secret
+
+
+def test_secrets_in_the_hunts_environment_reach_neither_the_store_nor_an_export(tiny, tmp_path, monkeypatch):
+    """The environment hypothesis dumps the server's environment as JSON: a user's HF_TOKEN,
+    DB_PASSWORD and OPENAI_API_KEY were stored and exported as they were (a new user's trial)."""
+    from tests.conftest import sleuth_in_process
+
+    secrets = {"HF_TOKEN": "hf_FAKEabcdefghijkl", "DB_PASSWORD": "hunter2fake", "OPENAI_API_KEY": "fakekey123456789"}
+    for k, v in secrets.items():
+        monkeypatch.setenv(k, v)
+    repo, good = tiny
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better", "--db", db, "--json"
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    run_id = json.loads(proc.stdout)["run_id"]
+    exported = sleuth_in_process("export", run_id, "--db", db).stdout
+    assert "HF_TOKEN" in db.read_bytes().decode("utf-8", "replace")  # the dump is there, its values are not
+    for value in secrets.values():
+        assert value not in db.read_bytes().decode("utf-8", "replace") and value not in exported

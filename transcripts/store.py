@@ -47,11 +47,14 @@ _SECRET_PATTERNS = [
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA[REDACTED]"),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-+/=]{8,}"), r"\1 [REDACTED]"),
     (re.compile(r"(?i)(://[^/\s:@]+:)[^@\s/]+@"), r"\1[REDACTED]@"),
+    # NAME=value, NAME: value, and the quoted forms of a JSON or Python dump of the environment
+    # ("HF_TOKEN": "hf_...", escaped again inside a JSON string: \"HF_TOKEN\": \"hf_...\")
     (
         re.compile(
-            r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN(?![A-Z])|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"
+            r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN(?![A-Z])|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)"
+            r"(\\?['\"]?\s*[=:]\s*\\?['\"]?)[^\s'\",;\\]+"
         ),
-        r"\1\2\3[REDACTED]\3",
+        r"\1\2[REDACTED]",
     ),
     (re.compile(r"(?i)(--(?:api-key|token|password|secret)[= ])\S+"), r"\1[REDACTED]"),
 ]
