@@ -16,7 +16,18 @@ import typer
 from rich.table import Table
 
 from agent.alerts import AlertError, bench_options, host_settings, metric_direction, read_alert, workload_shape
-from agent.cli import BusyWaitOpt, LaunchTimeoutOpt, SetupOpt, SlotsOpt, app, bad_input, console, out, print_json
+from agent.cli import (
+    BusyWaitOpt,
+    LaunchTimeoutOpt,
+    SetupOpt,
+    SlotsOpt,
+    app,
+    bad_input,
+    console,
+    off_the_line,
+    out,
+    print_json,
+)
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
@@ -145,6 +156,8 @@ def bisect_cmd(
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
+    if not json_out and (said := off_the_line(git, good_sha, bad_sha)):
+        console.print(f"[yellow]warning:[/yellow] {said.replace(good_sha, good).replace(bad_sha, bad)}", soft_wrap=True)
     chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
     if chosen.warning and not json_out:
         console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)

@@ -262,3 +262,16 @@ def main() -> None:
     _die_with_parent()
     register_for(sys.argv[1:])
     app()
+
+
+def off_the_line(git, good: str, bad: str) -> str | None:
+    """A warning when ``good`` is not an ancestor of ``bad`` (a release branch's tag, a side
+    branch): the range is then what ``bad`` has and ``good`` lacks, from their merge base, as
+    git bisect's is, while the good end is still measured at ``good`` itself."""
+    if git.is_ancestor(good, bad):
+        return None
+    base = git.merge_base(good, bad)
+    return (
+        f"--good {good} is not an ancestor of {bad}: the range is the commits since their merge base "
+        f"{base[:10]}, and the good end is measured at {good} itself (its own branch's changes move it)"
+    )

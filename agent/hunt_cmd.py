@@ -29,6 +29,7 @@ from agent.cli import (
     bad_input,
     console,
     db_path,
+    off_the_line,
     out,
     print_json,
 )
@@ -191,6 +192,14 @@ def run_hunt(
             result = hunter.start(hunt, scenario=str(scenario) if scenario else None, spec=spec)
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: servers and worktrees are gone; say how to go on
+        then = (
+            f"`{approve_hint.replace(' approve ', ' resume ')}` continues it from its last checkpoint"
+            if hunter.has_checkpoint(hunt.run_id)
+            else "it had not reached a checkpoint: start it again"
+        )
+        console.print(f"interrupted: run {hunt.run_id} stopped; {then}", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     finally:
         hunter.close()
     run_dir = layout(db).runs / hunt.run_id
@@ -322,6 +331,7 @@ def hunt_cmd(
         store.close()
         if taken:
             bad_input(f"--run-id: run '{run_id}' already exists")
+    warnings: list[str] = []
     if alert is not None:
         target = target_from_alert(alert, repo)
         if good:
@@ -337,8 +347,7 @@ def hunt_cmd(
         if not good:
             bad_input("--good: required with --bench (or give --alert)")
         chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
-        if chosen.warning and not json_out:
-            console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)
+        warnings.append(chosen.warning or "")  # said once the input is known to be good
         target = Target(
             repo=repo or "",
             command=bench,
@@ -390,6 +399,7 @@ def hunt_cmd(
         git = open_repo(target.repo, h)
         if target.good_ref:
             git.rev_parse(target.good_ref)
+            warnings.append(off_the_line(git, target.good_ref, "HEAD") or "")
     except HostError as exc:
         bad_input(f"--host {host}: {exc}")
     except GitError as exc:
@@ -398,6 +408,8 @@ def hunt_cmd(
         if git is not None:
             git.close()
         h.close()
+    for said in filter(None, warnings if not json_out else []):
+        console.print(f"[yellow]warning:[/yellow] {said}", soft_wrap=True, highlight=False)
     run_hunt(
         target,
         db_path(db),

@@ -205,7 +205,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             f"{a.kind} `{a.ref or ''}`: {a.detail} - **{a.status}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
         )
-        if a.status == "pending" and approve_hint:
+        if a.status == "pending" and approve_hint and hunt.status == "awaiting_approval":  # else nothing to approve
             lines += [
                 "",
                 f"Approve: `{approve_hint}`  ",

@@ -42,7 +42,7 @@ from tools.registry import ToolRecord, call
 from tools.serverlog import read_log
 from tools.ssh import SSHHost
 from tools.stats import one_round_samples, summarize
-from tools.text import first_line
+from tools.text import first_line, seconds
 from transcripts.cassette import Resumption, Unanswerable
 from transcripts.store import Store, servers_beside
 
@@ -249,7 +249,7 @@ class Runtime:
         self._event(hunt, kinds[1], f"{name}: {status}", payload, took)
         if error is not None:
             if error["kind"] == "Deadline":
-                raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted mid-probe")
+                raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted mid-probe")
             if error["kind"] in PROBE_ERRORS:
                 raise probe_error(error)
             raise RecordedError(error["kind"], error["message"])
@@ -430,7 +430,7 @@ class Runtime:
             return
         elapsed = self.observe(hunt, "clock", {}, lambda: round(time.time() - hunt.started_at, 3))
         if elapsed > hunt.budget.max_wall_s:
-            raise BudgetExhausted(f"wall-time budget of {hunt.budget.max_wall_s:.0f} s exhausted")
+            raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted")
 
     def _arm(self, hunt: Hunt) -> None:
         """Give the measurer the wall-clock deadline it must stop at, mid-probe if need be."""

@@ -90,7 +90,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         if a.status == "applied" and a.branch:
             action.append(f" (branch {a.branch})")
     parts.append(Panel(action, title="Proposed action", title_align="left"))
-    if a is not None and a.status == "pending" and approve_hint:
+    if a is not None and a.status == "pending" and approve_hint and hunt.status == "awaiting_approval":
         cmds = Text()
         cmds.append("approve: ", style="bold")
         cmds.append(approve_hint, style="bold black on yellow")

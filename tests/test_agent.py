@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import textwrap
@@ -221,9 +222,11 @@ def test_sigterm_mid_probe_stops_servers_and_leaves_the_repo_intact(small, tmp_p
     proc = _start_hunt(small, tmp_path / "r.db")
     _wait_for_a_server(proc)
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert _no_servers(proc.pid)
     assert fingerprint(small.repo) == before and worktrees(small.repo) == 1
+    # one line says which run stopped and how it goes on; exit 130 as for Ctrl-C
+    assert proc.returncode == 130 and re.search(r"interrupted: run (\S+) stopped; `sleuth resume \1 --db ", err), err
 
 
 def test_sigkill_mid_probe_leaves_the_repo_intact_and_the_next_start_cleans_up(small, tmp_path):
@@ -586,3 +589,52 @@ def test_a_benchmark_that_stopped_working_since_the_good_ref_is_a_finding_not_ba
     v = json.loads(proc.stdout)
     assert v["status"] == "inconclusive"
     assert "the benchmark printed no number" in v["error"] and "a change since broke the benchmark" in v["error"]
+
+
+def test_a_good_ref_off_heads_line_is_hunted_with_a_warning_naming_the_merge_base(tiny, tmp_path):
+    """A release branch's tag is a fair --good (git bisect's range: what HEAD has and it lacks),
+    but its own branch's changes move the good end: said, not silently accepted."""
+    repo, good = tiny
+    git = git_in(repo)
+    head = git("rev-parse", "HEAD")
+    git("checkout", "-q", "-b", "release", good)
+    (repo / "notes.txt").write_text("release notes\n")
+    git("add", "notes.txt")
+    git("commit", "-qm", "release notes")
+    tag = git("rev-parse", "HEAD")
+    git("checkout", "-q", head)
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", tag, "--bench", "python3 bench.py", "--lower-is-better",
+        "--db", tmp_path / "r.db", "--max-probes", "1",
+    )  # fmt: skip
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert f"warning: --good {tag} is not an ancestor of HEAD" in said and f"merge base {good[:10]}" in said
+
+
+def test_a_repo_path_inside_a_repository_names_the_repository(tiny, tmp_path):
+    repo, good = tiny
+    (repo / "src").mkdir()
+    proc = sleuth_in_process(
+        "hunt",
+        "--repo",
+        repo / "src",
+        "--good",
+        good,
+        "--bench",
+        "true",
+        "--lower-is-better",
+        "--db",
+        tmp_path / "r.db",
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: --repo: {repo / 'src'} is a folder inside the repository {repo}: give that"
+
+
+def test_a_fractional_wall_budget_is_named_as_given(tiny, tmp_path):
+    repo, good = tiny
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--max-wall", "0.5", "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "wall-time budget of 0.5 s exhausted" in json.loads(proc.stdout)["error"]

@@ -568,6 +568,19 @@ def test_a_target_names_a_latency_metric_and_the_alert_it_completes_carries_its_
             load_config(tmp_path / "t.toml")
 
 
+def test_a_target_whose_benchmark_is_not_a_sleuth_bench_line_is_refused_when_the_file_is_read(tmp_path):
+    """The service hunts servers; a project's own benchmark command (a new user's first guess)
+    failed only when an alert came, as `annotations.benchmark_command unusable`."""
+    from agent.serve.config import ConfigError
+
+    base = 'token = "t"\n[[targets]]\nname = "n"\nmatch = { host = "h" }\nrepo = "/srv/r"\n'
+    (tmp_path / "t.toml").write_text(base + 'benchmark = "python3 /srv/bench.py 150"\n')
+    with pytest.raises(ConfigError, match=r"benchmark: 'python3 /srv/bench.py 150' is not a `sleuth bench --model M"):
+        load_config(tmp_path / "t.toml")
+    (tmp_path / "t.toml").write_text(base + 'benchmark = "sleuth bench --model M --requests 8"\n')
+    assert load_config(tmp_path / "t.toml").targets[0].benchmark == "sleuth bench --model M --requests 8"
+
+
 def test_a_run_with_no_root_cause_says_why_on_its_page():
     """An inconclusive hunt with no error (nothing supported) still says why, from its summary;
     a verdict stored before summaries existed falls back to its error."""

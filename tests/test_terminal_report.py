@@ -257,3 +257,25 @@ def test_a_root_cause_with_no_ref_has_no_empty_code_span():
     hunt.root_kind, hunt.root_summary = "none", "no regression between the known-good ref and now"
     text = markdown(hunt)
     assert "**none**: no regression between the known-good ref and now" in text and "``" not in text
+
+
+def test_a_concluded_run_whose_action_is_for_a_person_offers_no_approve_command():
+    """A revert that conflicts ends the hunt 'concluded' with an 'investigate' action: `sleuth
+    approve` would refuse it (not awaiting approval), so neither report offers the command."""
+    from rich.console import Console
+
+    from agent.report import markdown
+    from agent.state import Action, Hunt, Target
+    from agent.terminal import report_view
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/x", command="true"), status="concluded")
+    hunt.root_kind, hunt.root_ref, hunt.root_summary = "commit", "f" * 40, "ffffffffff 'slower'"
+    hunt.action = Action(kind="investigate", ref="f" * 40, detail="the revert conflicts: revert by hand")
+    hint = "sleuth approve r1"
+    console = Console(record=True, width=120)
+    console.print(report_view(hunt, hint))
+    for text in (markdown(hunt, hint), console.export_text()):
+        assert "investigate" in text and "sleuth approve" not in text and "sleuth reject" not in text
+    hunt.status = "awaiting_approval"  # the same action awaiting a person: both say how to decide
+    console.print(report_view(hunt, hint))
+    assert "sleuth approve r1" in markdown(hunt, hint) and "sleuth reject r1" in console.export_text()

@@ -275,6 +275,13 @@ class CliGit:
             raise GitError(f"no merge base of '{a}' and '{b}' in {self.path}")
         return res.stdout.strip()
 
+    def is_ancestor(self, a: str, b: str) -> bool:
+        """Is ``a`` ``b`` or one of its ancestors? (``git merge-base --is-ancestor``)"""
+        res = self.git("merge-base", "--is-ancestor", self.rev_parse(a), self.rev_parse(b), check=False)
+        if res.exit_code not in (0, 1):
+            raise GitError(f"git merge-base --is-ancestor {a} {b} in {self.path}: exit {res.exit_code}")
+        return res.exit_code == 0
+
     def rev_list(self, good: str, bad: str, first_parent: bool = False) -> dict[str, list[str]]:
         """Commits in good..bad with their parents (the graph bisection works on), newest first."""
         args = ["rev-list", "--parents", "--topo-order"] + (["--first-parent"] if first_parent else [])
@@ -488,6 +495,9 @@ class LocalGit(CliGit):
         try:
             self.repo = gitpython.Repo(path, search_parent_directories=False)
         except (gitpython.exc.InvalidGitRepositoryError, gitpython.exc.NoSuchPathError) as exc:
+            top = LocalHost().run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], timeout=30)
+            if top.ok and top.stdout.strip():  # a folder inside one: say which repository
+                raise GitError(f"{path} is a folder inside the repository {top.stdout.strip()}: give that") from exc
             raise GitError(f"{path} is not a git repository") from exc
         super().__init__(path, LocalHost())
 

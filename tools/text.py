@@ -16,3 +16,8 @@ def first_line(value: object, limit: int | None = None) -> str:
     if not line and isinstance(value, BaseException):
         line = type(value).__name__
     return line[:limit] if limit is not None else line
+
+
+def seconds(value: float) -> str:
+    """A duration the user gave, as they gave it: 1800 -> "1800", 0.5 -> "0.5" (never "0")."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")

@@ -34,7 +34,7 @@ NAME = "history"
 
 def suspect(hunt: Hunt, rt: Runtime, add) -> None:
     """The alert's good ref, else the HEAD before the last pull, reset, merge, rebase or checkout."""
-    candidate, how = hunt.target.good_ref, "the alert's good ref"
+    candidate, how = hunt.target.good_ref, "the known-good ref given"
     reflog = rt.tool("git_reflog", {"limit": 50}, hunt=hunt) if candidate is None else None
     if candidate is None and reflog is not None and reflog.ok and (e := last_move(reflog.result["entries"])):
         candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"

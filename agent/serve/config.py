@@ -40,6 +40,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent.alerts import AlertError, bench_config
 from agent.state import Budget
 from tools.bench import SERVER_METRICS
 from tools.metric import higher_is_better
@@ -66,7 +67,10 @@ class ServeTarget(BaseModel):
         None, description="the server's launch command ({worktree}, {port}); default: annotations.launch_command"
     )
     benchmark: str | None = Field(
-        None, description="a benchmark command instead of sleuth bench; default: annotations.benchmark_command"
+        None,
+        description="the `sleuth bench` command line the server is measured with (its --model, --requests, "
+        "--max-tokens, --concurrency...); default: annotations.benchmark_command. The service hunts servers: "
+        "a project's own benchmark command is `sleuth hunt --bench`'s",
     )
     metric: str | None = Field(None, description="what to hunt (a metric sleuth bench measures); default: the label")
     good_value: float | None = Field(None, description="the metric before the drop; default: annotations.good_value")
@@ -85,6 +89,20 @@ class ServeTarget(BaseModel):
     model: str | None = Field(None, description="the LLM policy's model")
     base_url: str | None = Field(None, description="the LLM policy's OpenAI-compatible endpoint")
     budget: Budget = Field(Budget(), description="probes, wall time and samples a hunt may spend")
+
+    @model_validator(mode="after")
+    def _server_benchmark(self) -> ServeTarget:
+        """A benchmark that is not a `sleuth bench` line with a model failed only when an alert came
+        (`annotations.benchmark_command unusable`): said when the file is read instead."""
+        if self.benchmark is not None:
+            try:
+                bench_config({"benchmark_command": self.benchmark}, "benchmark")
+            except AlertError as exc:
+                raise ValueError(
+                    f"benchmark: '{self.benchmark}' is not a `sleuth bench --model M ...` line ({exc}); the service "
+                    "hunts servers, a project's own benchmark command is `sleuth hunt --bench`'s"
+                ) from exc
+        return self
 
     @model_validator(mode="after")
     def _known_metric(self) -> ServeTarget:
