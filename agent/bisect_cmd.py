@@ -88,7 +88,10 @@ def bisect_cmd(
     known_hosts: Annotated[Path | None, typer.Option(help="known_hosts file for --host")] = None,
     accept_new_host_key: Annotated[bool, typer.Option(help="trust an unknown host key (never a changed one)")] = False,
     first_parent: Annotated[bool, typer.Option(help="bisect the first-parent line only")] = False,
-    k: Annotated[int, typer.Option(min=1, max=16, help="probes in flight per round (default: the pool's size)")] = 1,
+    k: Annotated[
+        int,
+        typer.Option(min=1, max=16, help="probes in flight per round (with --pool or --ray-node: the pool's size)"),
+    ] = 1,
     bench: Annotated[
         str | None, typer.Option(help="instead of a server: a command run in {worktree} that prints one number")
     ] = None,
