@@ -86,10 +86,13 @@ def llm_options(
 
 
 class LiveView:
-    """A Rich live panel: phase, current hypothesis, probes, measurements so far."""
+    """A Rich live panel in a terminal: run, phase, current hypothesis, probes, measurements so
+    far. In a pipe or a log (``trail``), each step the hunt says is one line on stderr instead, so a
+    hunt of minutes is not silent until its report."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, trail: bool = False) -> None:
         self.live = Live(console=console, refresh_per_second=4, transient=False) if enabled else None
+        self.trail = trail and not enabled
         self.last = ""
 
     def __enter__(self) -> LiveView:
@@ -103,11 +106,14 @@ class LiveView:
 
     def update(self, hunt: Hunt, text: str) -> None:
         self.last = text
+        if self.trail:
+            console.print(f"[{time.time() - hunt.started_at:6.1f}s] {text}", highlight=False, soft_wrap=True)
         if self.live is None:
             return
         current = next((h for h in hunt.hypotheses if h.status == "open"), None)
         head = Text(
-            f"{hunt.phase}  probes {hunt.probes}/{hunt.budget.max_probes}  {time.time() - hunt.started_at:5.1f}s",
+            f"run {hunt.run_id}  {hunt.phase}  probes {hunt.probes}/{hunt.budget.max_probes}  "
+            f"{time.time() - hunt.started_at:5.1f}s",
             style="bold",
         )
         hyp = Text(f"hypothesis: {current.id} [{current.category}] {current.statement}" if current else "")
@@ -184,7 +190,9 @@ def run_hunt(
 ) -> None:
     hunt = Hunt(run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
     approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
-    view = LiveView(live and not json_out and console.is_terminal)
+    view = LiveView(live and not json_out and console.is_terminal, trail=live and not json_out)
+    if view.trail:
+        console.print(f"run {hunt.run_id}: hunting (each step below; the report at the end)", highlight=False)
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         _take_lease(hunter, hunt.run_id, "--run-id")  # a --run-id another live process already drives: exit 2
@@ -538,7 +546,7 @@ def resume(
     db = db_path(db)
     if not layout(db).checkpoints.exists():
         bad_input(f"--db: {db}: no run store here")
-    view = LiveView(not json_out and console.is_terminal)
+    view = LiveView(not json_out and console.is_terminal, trail=not json_out)
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         try:

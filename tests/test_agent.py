@@ -638,3 +638,18 @@ def test_a_fractional_wall_budget_is_named_as_given(tiny, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 1
     assert "wall-time budget of 0.5 s exhausted" in json.loads(proc.stdout)["error"]
+
+
+def test_a_hunt_in_a_pipe_says_each_step_on_stderr_as_it_goes(tiny, tmp_path):
+    """No terminal, no live panel: a hunt of minutes was silent until its report. Now stderr names
+    the run and gives one timed line per step; stdout keeps only the report."""
+    repo, good = tiny
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--db", tmp_path / "r.db",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    steps = proc.stderr.strip().splitlines()
+    run_id = re.search(r"^run (\S+): hunting \(each step below; the report at the end\)$", proc.stderr, re.M).group(1)
+    assert run_id in proc.stdout and any(re.match(r"\[\s*\d+\.\ds\] bisecting \d+ of \d+ commits", s) for s in steps)
+    assert not any(s.startswith("[") for s in proc.stdout.splitlines())
