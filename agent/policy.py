@@ -48,9 +48,12 @@ def _blame_the_command(hunt: Hunt, rt: Runtime) -> None:
         good = rt.measure(hunt, "good", t.good_ref, samples=1)
     except ProbeError as exc:
         hunt.bad_flag = "--bench"
-        hunt.error = (
-            f"the benchmark yields no number at HEAD nor at the good ref {t.good_ref}: {first_line(exc)} "
-            "(it runs in a scratch worktree of each state: a script outside the repository needs its absolute path)"
+        said = first_line(exc)
+        missing = any(w in said for w in ("No such file", "can't open file", "not found"))
+        hunt.error = f"the benchmark yields no number at HEAD nor at the good ref {t.good_ref}: {said}" + (
+            " (it runs in a scratch worktree of each state: a script outside the repository needs its absolute path)"
+            if missing
+            else ""
         )
         return
     hunt.error += f"; at the good ref {t.good_ref} it gives {good.median:.4g}: a change since broke the benchmark"

@@ -573,6 +573,7 @@ def test_a_benchmark_that_yields_no_number_anywhere_is_bad_input_naming_bench(ti
         assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
         last = proc.stderr.strip().splitlines()[-1]
         assert last.startswith(f"error: --bench: the benchmark yields no number at HEAD nor at the good ref {good}")
+        assert ("needs its absolute path" in last) == ("nonexistent" in bench)  # the hint only for a missing file
         assert "Traceback" not in proc.stderr
     assert fingerprint(repo) == before
 
