@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 from agent import evidence
@@ -94,9 +96,33 @@ def _cell(text: str) -> str:
 
 
 def number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    """The Numbers table (the Markdown report's and the terminal's): state, its commit (or ""),
-    median, 95 % interval, samples; the alert's values first, each label's latest measurement,
-    the re-measurement after an approved revert last."""
+    """The Numbers table (the Markdown report's): state, its commit (or ""), median, 95 %
+    interval, samples; the alert's values first, each label's latest measurement, the
+    re-measurement after an approved revert last."""
+    return _folded(_number_rows(hunt), NUMBER_ROWS, _more_states)
+
+
+def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
+    """The Numbers table as the terminal shows it, on one screen: the bisection's probes as one
+    row (their range; culprit^ and culprit, measured afresh, say where the step is), the rest as
+    in the Markdown report."""
+    rows = _number_rows(hunt)
+    probes = [r for r in rows if r[0].startswith("bisect ")]
+    if len(probes) > 2:
+        medians = [float(r[2]) for r in probes]
+        n = sum(int(r[4]) for r in probes)
+        one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")
+        at = rows.index(probes[0])
+        rows = [r for r in rows if r not in probes]
+        rows.insert(at, one)
+    return _folded(rows, NUMBER_ROWS, _more_states)
+
+
+def _more_states(n: int) -> tuple[str, str, str, str, str]:
+    return (f"... {n} more states", "", "", "", "`sleuth show RUN` lists each")
+
+
+def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     t = hunt.target
     rows = [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
     latest = {}  # label -> its latest measurement, in order of first appearance
@@ -113,7 +139,7 @@ def number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
         recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
         rows.append(("after the approved revert", "", f"{a['median']:.4g}", interval, recovered))
-    return _folded(rows, NUMBER_ROWS, lambda n: (f"... {n} more states", "", "", "", "`sleuth show RUN` lists each"))
+    return rows
 
 
 # A report a person reads fits one screen: its long tables keep their first and last rows and
@@ -138,6 +164,13 @@ def pruned_rows(hunt: Hunt) -> list[tuple[str, str, str]]:
         return rows
     rest = len(rows) - (PRUNED_ROWS - 1)
     return [*rows[: PRUNED_ROWS - 1], (f"... {rest} more", "", "listed in the verdict's `pruned`")]
+
+
+def pruned_said(hunt: Hunt) -> str:
+    """The pruned commits in one line, by reason (the terminal's screen has no room for the table)."""
+    reasons = Counter(re.sub(r" \(\d+ file\(s\)\)$", "", p["reason"]) for p in hunt.pruned)
+    why = "; ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+    return f"Commits not bisected: {len(hunt.pruned)} ({why}); the verdict's `pruned` lists them"
 
 
 def pruned_files(p: dict) -> str:

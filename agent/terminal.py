@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.grouped import for_screen, group_hypotheses
-from agent.report import cost_said, number_rows, pruned_rows
+from agent.report import cost_said, pruned_said, screen_number_rows
 from agent.state import Hunt
 
 STATUS_STYLE = {
@@ -64,7 +64,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     numbers = Table(title="Numbers", title_justify="left", show_edge=False)
     for col in ("state", f"median {t.metric}", "95% interval", "samples"):
         numbers.add_column(col, justify="left" if col == "state" else "right")
-    for state, ref, *rest in number_rows(hunt):
+    for state, ref, *rest in screen_number_rows(hunt):
         numbers.add_row(state + (f" ({ref})" if ref else ""), *rest)
     parts += [numbers, Text("")]
 
@@ -105,12 +105,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
             broken.add_row(b["label"], b["ref"], b["how"], b.get("failure") or "-")
         parts.append(broken)
     if hunt.pruned:
-        pruned = Table(title="Commits not bisected (no executed file)", title_justify="left", show_edge=False)
-        for col in ("commit", "files", "why"):
-            pruned.add_column(col)
-        for row in pruned_rows(hunt):
-            pruned.add_row(*row)
-        parts.append(pruned)
+        parts.append(Text(pruned_said(hunt)))
     said = f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {cost_said(hunt)}."
     parts.append(Text(said, style="dim"))
     return Group(*parts)

@@ -279,3 +279,41 @@ def test_a_concluded_run_whose_action_is_for_a_person_offers_no_approve_command(
     hunt.status = "awaiting_approval"  # the same action awaiting a person: both say how to decide
     console.print(report_view(hunt, hint))
     assert "sleuth approve r1" in markdown(hunt, hint) and "sleuth reject r1" in console.export_text()
+
+
+def test_a_real_cases_report_fits_one_screen_with_the_bisection_as_one_row():
+    """attrs' real case (7 probes, 22 commits pruned) filled 60 lines of a 100-column terminal:
+    now the probes are one row (culprit^ and culprit, measured afresh, show the step) and the
+    pruned commits one line by reason; report.md keeps both tables."""
+    from rich.console import Console
+
+    from agent.report import markdown
+    from agent.state import Action, Hunt, Hypothesis, Measured, Target
+    from agent.terminal import report_view
+
+    def m(i: int, label: str, med: float, n: int) -> Measured:
+        return Measured(id=f"m{i}", label=label, ref=f"{i:040x}", launch="", samples=[med] * n, median=med,
+                        ci_low=med * 0.99, ci_high=med * 1.01, cv=0.01)  # fmt: skip
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/src/attrs", metric="value", command="python3 bench.py"))
+    hunt.status, hunt.root_kind, hunt.root_ref = "concluded", "commit", "e" * 40
+    hunt.root_summary = 'eda9f2de6f "Make unique_filename not depend on repr. (#560)"'
+    hunt.measurements = [m(0, "now", 0.0796, 5), m(1, "good-candidate", 0.0368, 6), m(2, "HEAD", 0.0686, 6)]
+    hunt.measurements += [m(3 + i, f"bisect {i:08x}", 0.037 if i % 2 else 0.068, 3) for i in range(7)]
+    hunt.measurements += [m(20, "culprit^", 0.0374, 6), m(21, "culprit", 0.0685, 6)]
+    hunt.pruned = [
+        {"sha": f"{i:040x}", "files": ["docs/api.rst"], "reason": f"touches only documentation ({1} file(s))"}
+        for i in range(22)
+    ]
+    h1 = {"id": "h1", "category": "history", "statement": "a commit since 0356f0603e slows it"}
+    hunt.hypotheses = [Hypothesis(**h1, test="A/B, then bisection", status="supported", reason="bisection: 94 commits")]
+    hunt.action = Action(kind="investigate", ref="e" * 40, detail="the revert conflicts: revert by hand")
+    console = Console(record=True, width=100)
+    console.print(report_view(hunt))
+    screen = console.export_text().rstrip().splitlines()
+    assert len(screen) <= 40, "\n".join(screen)
+    row = next(line for line in screen if line.lstrip().startswith("bisection"))
+    assert "0.037 to 0.068" in row and "21 in 7 states" in row
+    assert any("Commits not bisected: 22 (22 touches only documentation)" in line for line in screen)
+    text = markdown(hunt)  # the document keeps every probe and the pruned table
+    assert "| bisect 00000006 (`" in text and "## Commits not bisected" in text
