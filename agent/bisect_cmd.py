@@ -220,6 +220,9 @@ def bisect_cmd(
         else:
             out.print(f"inconclusive: {why}", highlight=False)
         raise typer.Exit(1) from None
+    except HostError as exc:  # the host stopped answering mid-bisection: not the input's fault
+        out.print(f"failed: the host stopped answering: {exc}", highlight=False)
+        raise typer.Exit(1) from None
     except BisectError as exc:
         bad_input(f"{'--bench' if bench else '--launch'}: {exc}".replace("\n", " | ")[:400])
     finally:

@@ -127,7 +127,7 @@ def bench(
     api: Annotated[str, typer.Option(help="completions | chat")] = "completions",
     time_scale: Annotated[float, typer.Option(min=0.0001, help="lab servers: their clock scale (1.0 for real)")] = 1.0,
     server_log: Annotated[Path | None, typer.Option(help="server log to read verify time from")] = None,
-    timeout: Annotated[float, typer.Option(help="per-request timeout, seconds")] = 120.0,
+    timeout: Annotated[float, typer.Option(min=0.001, help="per-request timeout, seconds")] = 120.0,
     input_len: Annotated[int | None, typer.Option(min=1, help="prompt of about this many tokens")] = None,
     request_rate: Annotated[
         float | None, typer.Option(min=0.0001, help="requests per second, Poisson arrivals (default: all at once)")

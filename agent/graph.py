@@ -32,10 +32,22 @@ from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
 from agent.state import INPUT_FIELDS, Hunt
 from tools.bisect import ProbeError
+from tools.host import HostError
 from tools.text import first_line
 from transcripts.cassette import Cassette, EventChecker, ReplayStop, Resumption
 from transcripts.lease import RunLease
 from transcripts.store import Store, StoreUnavailable, layout, unavailable
+
+
+class HostLost(RuntimeError):
+    """The hunt's host stopped answering mid-hunt: the run stops at its last checkpoint (the step
+    in flight is measured again) and ``sleuth resume RUN`` continues it once the host answers."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(
+            f"host: {reason}; run {run_id} stopped at its last checkpoint: `sleuth resume {run_id}` once it answers"
+        )
+        self.run_id, self.reason = run_id, reason
 
 
 class GraphState(TypedDict):
@@ -124,6 +136,12 @@ class Hunter:
                     # The store (or the disk under it), not the hunt: stop at the last checkpoint,
                     # resumable, instead of writing a "failed" that could not be written anyway.
                     raise store_down from exc
+                if isinstance(exc, HostError) or (isinstance(exc, RecordedError) and exc.kind == "HostError"):
+                    # The host stopped answering (a dropped link, sshd restarted): not the hunt's
+                    # failure either. Its worktrees there are cleaned by the next start.
+                    lost = HostLost(hunt.run_id, first_line(str(exc)))
+                    rt.say(hunt, "error", str(lost))
+                    raise lost from exc
                 hunt.status = "failed"
                 kind = exc.kind if isinstance(exc, RecordedError) else type(exc).__name__
                 hunt.error = f"{kind}: {first_line(str(exc))}"

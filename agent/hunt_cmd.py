@@ -33,7 +33,7 @@ from agent.cli import (
     out,
     print_json,
 )
-from agent.graph import Decision, Hunter
+from agent.graph import Decision, HostLost, Hunter
 from agent.llm_policy import settings_for
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from agent.report import verdict, write_report
@@ -433,11 +433,14 @@ def hunt_cmd(
 
 @contextlib.contextmanager
 def store_guard(hunter: Hunter, run_id: str) -> Iterator[None]:
-    """A run store that cannot be written (a full disk, a database locked by another process)
-    ends the command with one line saying why and how the run goes on, exit code 1 (the work
-    failed; nothing was wrong with the input)."""
+    """A run store that cannot be written (a full disk, a database locked by another process), or
+    a host that stopped answering mid-hunt, ends the command with one line saying why and how the
+    run goes on, exit code 1 (the work failed; nothing was wrong with the input)."""
     try:
         yield
+    except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     except StoreUnavailable as exc:
         then = (
             f"run {run_id} stopped at its last checkpoint: `sleuth resume {run_id}` once the store is writable"

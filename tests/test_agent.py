@@ -3,6 +3,7 @@ user's repository never harmed (finished, rejected, SIGTERM, SIGKILL)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import git_in, sleuth_exe, sleuth_in_process
+from tests.conftest import git_in, sleuth_exe, sleuth_in_process, wait_for
 from tests.test_git_tools import fingerprint
 from transcripts.store import layout
 
@@ -654,3 +655,62 @@ def test_a_hunt_in_a_pipe_says_each_step_on_stderr_as_it_goes(tiny, tmp_path):
     run_id = re.search(r"^run (\S+): hunting \(each step below; the report at the end\)$", proc.stderr, re.M).group(1)
     assert run_id in proc.stdout and any(re.match(r"\[\s*\d+\.\ds\] bisecting \d+ of \d+ commits", s) for s in steps)
     assert not any(s.startswith("[") for s in proc.stdout.splitlines())
+
+
+@pytest.mark.slow  # 30-90 s: a hunt over SSH, its sshd stopped mid-way and started again
+def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_path):
+    """sshd gone mid-hunt ended the run 'failed' with a HostError, and `sleuth resume` refused it
+    (a new user's trial). Now the run waits at its last checkpoint, one line says so, and once the
+    host answers again `sleuth resume` finishes it with the culprit."""
+    import sqlite3
+
+    from tests.sshd import Sshd, require_sshd
+
+    require_sshd()
+    repo, good = tiny
+    (tmp_path / "sshd").mkdir()
+    server = Sshd(tmp_path / "sshd").start()
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host node\n  HostName 127.0.0.1\n  Port {server.port}\n  User root\n  IdentityFile {server.client_key}\n"
+    )
+    db = tmp_path / "r.db"
+    common = ["--ssh-config", str(cfg), "--known-hosts", str(server.known_hosts)]
+    hunt = subprocess.Popen(
+        [sleuth_exe(), "hunt", "--host", "node", *common, "--repo", str(repo), "--good", good,
+         "--bench", "python3 bench.py", "--lower-is-better", "--db", str(db), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+
+        def bisecting() -> bool:
+            if not db.exists():
+                return False
+            with contextlib.closing(sqlite3.connect(db, timeout=5)) as con:
+                try:
+                    return con.execute("select count(*) from events where text like 'bisecting %'").fetchone()[0] > 0
+                except sqlite3.OperationalError:  # no table yet
+                    return False
+
+        wait_for(bisecting, 180, "the hunt to start bisecting over SSH")
+        server.stop()
+        out, err = hunt.communicate(timeout=180)
+    finally:
+        if hunt.poll() is None:
+            hunt.kill()
+    assert hunt.returncode == 1, err[-2000:]
+    said = re.search(
+        r"error: host: .*; run (\S+) stopped at its last checkpoint: `sleuth resume \1` once it answers", err
+    )
+    assert said and "Traceback" not in err, err[-2000:] + out[-3000:]
+    server.start()  # the same port and keys
+    try:
+        proc = subprocess.run(
+            [sleuth_exe(), "resume", said.group(1), "--db", str(db), "--json"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    slow = git_in(repo)("rev-list", "--reverse", f"{good}..HEAD").split()[1]
+    assert json.loads(proc.stdout)["root_cause"]["ref"] == slow

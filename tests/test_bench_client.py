@@ -153,3 +153,10 @@ def test_sleuth_bench_cli_rejects_bad_input_with_exit_2():
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --endpoint: 'localhost:1' is not an http(s) URL"
+
+
+def test_a_timeout_that_is_not_positive_is_bad_input_not_a_traceback():
+    from tests.conftest import sleuth_in_process
+
+    proc = sleuth_in_process("bench", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--timeout", "-1")
+    assert proc.returncode == 2 and "'--timeout'" in proc.stderr and "Traceback" not in proc.stderr

@@ -190,3 +190,24 @@ def test_secrets_in_the_hunts_environment_reach_neither_the_store_nor_an_export(
     assert "HF_TOKEN" in db.read_bytes().decode("utf-8", "replace")  # the dump is there, its values are not
     for value in secrets.values():
         assert value not in db.read_bytes().decode("utf-8", "replace") and value not in exported
+
+
+@pytest.mark.parametrize(
+    ("query", "finds"),
+    [
+        ("CLAUDE.md", True),  # FTS5 reads '.' as syntax
+        ("gpu-node-1", True),  # ...and '-' as a column filter
+        ('say "hi', False),  # an unterminated quote
+        ("NCCL AND proto", True),  # the syntax still works where it parses
+    ],
+)
+def test_search_takes_what_a_user_types(tmp_path, query, finds):
+    from tests.conftest import sleuth_in_process
+
+    store = Store(tmp_path / "runs.db")
+    store.start_run("r1", target="/repo")
+    store.event("r1", "note", "read CLAUDE.md on gpu-node-1; NCCL_PROTO refuted (NCCL proto)")
+    store.close()
+    proc = sleuth_in_process("search", query, "--db", tmp_path / "runs.db", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert bool(json.loads(proc.stdout)) == finds

@@ -869,8 +869,10 @@ class Measurer:
                 handed[sha] = start + n
             try:
                 m = self.measure(state, workload, start + n)
-            except (HostError, OSError) as exc:
+            except OSError as exc:
                 raise ProbeError(str(exc)) from exc
+            # A HostError (the host stopped answering) goes up as it is: it says nothing of the
+            # state, so it is neither a skipped commit nor an end that cannot be measured.
             return m.samples[start : start + n]
 
         return probe

@@ -333,11 +333,14 @@ class Resumption:
     live, for good.
 
     ``after_seq``: the last event seq of the checkpoint (``Hunt.seq``); what came after it is the
-    interrupted node's."""
+    interrupted node's. A call the host did not answer (``HostError``: the link dropped, which
+    stopped the run) is asked again, live, with everything after it."""
 
     def __init__(self, events: list[dict], after_seq: int) -> None:
         after = [e for e in events if e["seq"] > after_seq and not _is_resume_note(e)]
-        self.calls = recorded_calls(after)
+        calls = recorded_calls(after)
+        lost = next((i for i, c in enumerate(calls) if (c[3].error or {}).get("kind") == "HostError"), len(calls))
+        self.calls = calls[:lost]
         self.events = [(e["seq"], _as_stored(e)) for e in after]  # (its place, what it holds)
         self.cursor = self.event_cursor = 0
         self.served = self.skipped = 0

@@ -477,7 +477,14 @@ class Store:
         return list(self.db["hypotheses"].rows_where("run = ?", [run_id], order_by="rowid"))
 
     def search(self, text: str, limit: int = 50) -> list[dict]:
-        return list(self.db["events"].search(text, columns=["run", "seq", "kind", "text", "t"], limit=limit))
+        """Events matching ``text``: FTS5's query syntax where it parses (``NCCL AND proto``), else
+        its words taken literally (``CLAUDE.md``, ``gpu-node-1``, a stray quote are not syntax
+        errors to a user: sqlite-utils' FTS quoting)."""
+        columns = ["run", "seq", "kind", "text", "t"]
+        try:
+            return list(self.db["events"].search(text, columns=columns, limit=limit))
+        except sqlite3.OperationalError:
+            return list(self.db["events"].search(text, columns=columns, limit=limit, quote=True))
 
     def close(self) -> None:
         self.db.close()
