@@ -399,6 +399,9 @@ def hunt_cmd(
     ):
         if value is not None:
             setattr(target, field, value)
+    for flag, given in (("--ssh-config", ssh_config), ("--known-hosts", known_hosts)):
+        if given is not None and not Path(given).is_file():  # ignored, it read as "host not found"
+            bad_input(f"{flag}: {given}: no such file")
     target.ssh_config = str(ssh_config) if ssh_config else None
     target.known_hosts = str(known_hosts) if known_hosts else None
     h = LocalHost() if host is None else SSHHost(host, ssh_config=ssh_config, known_hosts=known_hosts)

@@ -35,6 +35,8 @@ def import_cmd(
         s = read_session(path, fmt, session, skip_bad)
     except BadRecord as exc:
         bad_input(str(exc))
+    if not s.steps:  # '[]', an empty session, another format's file read leniently: nothing to keep
+        bad_input(f"PATH: {path}: no step of a {s.format} session in it (is --format right?)")
     store = Store(db_path(db))
     try:
         run_id, new = save(store, s)

@@ -714,3 +714,14 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_
     assert proc.returncode == 0, proc.stderr[-2000:]
     slow = git_in(repo)("rev-list", "--reverse", f"{good}..HEAD").split()[1]
     assert json.loads(proc.stdout)["root_cause"]["ref"] == slow
+
+
+def test_a_missing_ssh_config_or_known_hosts_file_is_named(tiny, tmp_path):
+    """Ignored, a missing --ssh-config read as 'Name or service not known' for the alias."""
+    repo, good = tiny
+    for flag in ("--ssh-config", "--known-hosts"):
+        proc = sleuth_in_process(
+            "hunt", "--host", "node", flag, tmp_path / "nosuch", "--repo", repo, "--good", good,
+            "--bench", "true", "--lower-is-better", "--db", tmp_path / "r.db",
+        )  # fmt: skip
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {tmp_path / 'nosuch'}: no such file"

@@ -240,3 +240,19 @@ def test_atif_export_of_an_imported_session(tmp_path):
     assert len(calls) == 15 and {r["source_call_id"] for r in results} == {c["tool_call_id"] for c in calls}
     assert doc["final_metrics"]["total_prompt_tokens"] == run["tokens"]["input"]
     assert doc["final_metrics"]["total_completion_tokens"] == run["tokens"]["output"]
+
+
+def test_a_file_with_no_step_of_a_session_is_bad_input_not_an_empty_run(tmp_path):
+    """'[]', or another format's file read leniently, imported as a run of 0 events (exit 0), and a
+    second such file was then 'already imported' as the first: both were keyed by empty content."""
+    (tmp_path / "x.json").write_text("[]")
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    db = tmp_path / "r.db"
+    for name, fmt in (("x.json", []), ("other.json", ["--format", "claude-code"])):
+        proc = sleuth("import", str(tmp_path / name), *fmt, "--db", str(db))
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert (
+            proc.stderr.strip().startswith(f"error: PATH: {tmp_path / name}: no step of a ")
+            and "--format" in proc.stderr
+        )
+    assert not db.exists() or sleuth("runs", "--json", "--db", str(db)).stdout.strip() == "[]"

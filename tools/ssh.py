@@ -149,8 +149,9 @@ class SSHHost:
             if "not found in known_hosts" in str(exc):
                 raise HostError(
                     f"ssh {self._where()}: unknown host key ({self.known_hosts} has no entry for "
-                    f"{_known_hosts_name(self.hostname, self.port)}); connect once with "
-                    "host_key_policy='accept-new' or add it with ssh-keyscan"
+                    f"{_known_hosts_name(self.hostname, self.port)}); add it with "
+                    f"ssh-keyscan -p {self.port} {self.hostname} >> {self.known_hosts} after checking its "
+                    "fingerprint, or give a known_hosts file that has it (--known-hosts)"
                 ) from exc
             raise HostError(f"ssh {self._where()}: {exc}") from exc
         except (OSError, EOFError) as exc:
