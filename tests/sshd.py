@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -74,6 +75,17 @@ class Sshd:
         out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
         for pid in out.split():
             subprocess.run(["kill", "-9", pid], check=False)
+
+    def drop(self) -> None:
+        """Stop answering at once, with no race: the listener is frozen first (no session is forked
+        while the live ones are killed; a client's reconnect waits in the backlog), then every
+        session is killed and the listener ended. ``start`` again serves the same port and keys."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+        self.kill_sessions()
+        self.proc.terminate()
+        self.proc.send_signal(signal.SIGCONT)
+        self.proc.wait(timeout=10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -17,7 +17,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import git_in, sleuth_exe, sleuth_in_process, wait_for
+from tests.conftest import git_in, one_slow_commit, sleuth_exe, sleuth_in_process, wait_for
 from tests.test_git_tools import fingerprint
 from transcripts.store import layout
 
@@ -658,7 +658,7 @@ def test_a_hunt_in_a_pipe_says_each_step_on_stderr_as_it_goes(tiny, tmp_path):
 
 
 @pytest.mark.slow  # 30-90 s: a hunt over SSH, its sshd stopped mid-way and started again
-def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_path):
+def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tmp_path):
     """sshd gone mid-hunt ended the run 'failed' with a HostError, and `sleuth resume` refused it
     (a new user's trial). Now the run waits at its last checkpoint, one line says so, and once the
     host answers again `sleuth resume` finishes it with the culprit."""
@@ -667,7 +667,7 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_
     from tests.sshd import Sshd, require_sshd
 
     require_sshd()
-    repo, good = tiny
+    repo, good, slow = one_slow_commit(tmp_path / "proj", 24, 17)  # a bisection of several probes over SSH
     (tmp_path / "sshd").mkdir()
     server = Sshd(tmp_path / "sshd").start()
     cfg = tmp_path / "ssh_config"
@@ -693,7 +693,8 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_
                     return False
 
         wait_for(bisecting, 180, "the hunt to start bisecting over SSH")
-        server.stop()
+        assert hunt.poll() is None, "the hunt ended before its host went away"
+        server.drop()
         out, err = hunt.communicate(timeout=180)
     finally:
         if hunt.poll() is None:
@@ -712,7 +713,6 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tiny, tmp_
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-2000:]
-    slow = git_in(repo)("rev-list", "--reverse", f"{good}..HEAD").split()[1]
     assert json.loads(proc.stdout)["root_cause"]["ref"] == slow
 
 

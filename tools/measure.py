@@ -607,10 +607,16 @@ class Measurer:
             return {w.server.pid for w in self._warm.values() if w.server is not None}
 
     def close(self) -> None:
-        """Stop every warm server (and remove its worktree)."""
+        """Stop every warm server (and remove its worktree). On a host that no longer answers
+        there is nothing to stop from here: the state is forgotten, and the next start on that
+        host removes what is left (``reclaim``)."""
         with self._lock:
             while self._warm:
-                self._retire(next(iter(self._warm)))
+                key = next(iter(self._warm))
+                try:
+                    self._retire(key)
+                except HostError:
+                    self._warm.pop(key, None)
 
     def _retire(self, key: str) -> None:
         """Stop a warm state's server and remove its worktree, then forget it: in that order, so a
