@@ -159,8 +159,8 @@ def bisect_cmd(
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
-    if not json_out and (said := off_the_line(git, good_sha, bad_sha)):
-        console.print(f"[yellow]warning:[/yellow] {said.replace(good_sha, good).replace(bad_sha, bad)}", soft_wrap=True)
+    if not json_out and (said := off_the_line(git, good, bad)):
+        console.print(f"[yellow]warning:[/yellow] {said}", soft_wrap=True)
     chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
     if chosen.warning and not json_out:
         console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)

@@ -189,25 +189,17 @@ def run_hunt(
     run_id: str | None = None,
 ) -> None:
     hunt = Hunt(run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
-    approve_hint = f"sleuth approve {hunt.run_id}" + (f" --db {db}" if db != default_db() else "")
+    approve_hint = run_command("approve", hunt.run_id, db)
     view = LiveView(live and not json_out and console.is_terminal, trail=live and not json_out)
     if view.trail:
         console.print(f"run {hunt.run_id}: hunting (each step below; the report at the end)", highlight=False)
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
     try:
         _take_lease(hunter, hunt.run_id, "--run-id")  # a --run-id another live process already drives: exit 2
-        with view, graceful_signals(), store_guard(hunter, hunt.run_id):
+        with view, graceful_signals(), store_guard(hunter, hunt.run_id, run_command("resume", hunt.run_id, db)):
             result = hunter.start(hunt, scenario=str(scenario) if scenario else None, spec=spec)
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: servers and worktrees are gone; say how to go on
-        then = (
-            f"`{approve_hint.replace(' approve ', ' resume ')}` continues it from its last checkpoint"
-            if hunter.has_checkpoint(hunt.run_id)
-            else "it had not reached a checkpoint: start it again"
-        )
-        console.print(f"interrupted: run {hunt.run_id} stopped; {then}", highlight=False, soft_wrap=True)
-        raise typer.Exit(130) from None
     finally:
         hunter.close()
     run_dir = layout(db).runs / hunt.run_id
@@ -434,13 +426,32 @@ def hunt_cmd(
     )
 
 
+def run_command(verb: str, run_id: str, db: Path) -> str:
+    """The command that acts on a run (``sleuth approve RUN``, ``sleuth resume RUN``), with its
+    ``--db`` where the store is not the default one."""
+    return f"sleuth {verb} {run_id}" + (f" --db {db}" if db != default_db() else "")
+
+
 @contextlib.contextmanager
-def store_guard(hunter: Hunter, run_id: str) -> Iterator[None]:
+def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> Iterator[None]:
     """A run store that cannot be written (a full disk, a database locked by another process), or
     a host that stopped answering mid-hunt, ends the command with one line saying why and how the
-    run goes on, exit code 1 (the work failed; nothing was wrong with the input)."""
+    run goes on, exit code 1 (the work failed; nothing was wrong with the input). With
+    ``resume_hint`` (a hunt or a resume driving the graph), Ctrl-C or SIGTERM too: one line names
+    the run and the command that continues it, exit 130 (its servers and worktrees are removed on
+    the way out, as always)."""
     try:
         yield
+    except KeyboardInterrupt:
+        if resume_hint is None:
+            raise
+        then = (
+            f"`{resume_hint}` continues it from its last checkpoint"
+            if hunter.has_checkpoint(run_id)
+            else "it had not reached a checkpoint: start it again"
+        )
+        console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -566,12 +577,12 @@ def resume(
         stuck = str((hunter.store.run(run_id) or {}).get("error") or "").startswith("store:")
         if hunt.status != "running" and not stuck:
             bad_input(f"RUN: run '{run_id}' has ended ({hunt.status})")
-        with view, graceful_signals(), store_guard(hunter, run_id):
+        with view, graceful_signals(), store_guard(hunter, run_id, run_command("resume", run_id, db)):
             # An end the store could not record (the graph had finished): record it now.
             result = hunter.continue_run(run_id) if hunt.status == "running" else hunter.record_ended(run_id)
     finally:
         hunter.close()
     run_dir = layout(db).runs / run_id
-    hint = f"sleuth approve {run_id}" + (f" --db {db}" if db != default_db() else "")
+    hint = run_command("approve", run_id, db)
     write_report(result, run_dir, hint)
     finish(result, run_dir, json_out, hint)

@@ -166,6 +166,13 @@ def pruned_rows(hunt: Hunt) -> list[tuple[str, str, str]]:
     return [*rows[: PRUNED_ROWS - 1], (f"... {rest} more", "", "listed in the verdict's `pruned`")]
 
 
+def asks_for_decision(hunt: Hunt) -> bool:
+    """Does the report offer `sleuth approve`/`reject`? Only for a run awaiting approval: a concluded
+    run's pending action (an `investigate` after a conflicting revert) is for a person to do by
+    hand, and both commands would refuse it."""
+    return hunt.action is not None and hunt.action.status == "pending" and hunt.status == "awaiting_approval"
+
+
 def pruned_said(hunt: Hunt) -> str:
     """The pruned commits in one line, by reason (the terminal's screen has no room for the table)."""
     reasons = Counter(re.sub(r" \(\d+ file\(s\)\)$", "", p["reason"]) for p in hunt.pruned)
@@ -238,7 +245,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             f"{a.kind} `{a.ref or ''}`: {a.detail} - **{a.status}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
         )
-        if a.status == "pending" and approve_hint and hunt.status == "awaiting_approval":  # else nothing to approve
+        if approve_hint and asks_for_decision(hunt):
             lines += [
                 "",
                 f"Approve: `{approve_hint}`  ",

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.grouped import for_screen, group_hypotheses
-from agent.report import cost_said, pruned_said, screen_number_rows
+from agent.report import asks_for_decision, cost_said, pruned_said, screen_number_rows
 from agent.state import Hunt
 
 STATUS_STYLE = {
@@ -90,7 +90,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         if a.status == "applied" and a.branch:
             action.append(f" (branch {a.branch})")
     parts.append(Panel(action, title="Proposed action", title_align="left"))
-    if a is not None and a.status == "pending" and approve_hint and hunt.status == "awaiting_approval":
+    if approve_hint and asks_for_decision(hunt):
         cmds = Text()
         cmds.append("approve: ", style="bold")
         cmds.append(approve_hint, style="bold black on yellow")

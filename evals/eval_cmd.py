@@ -128,13 +128,10 @@ def eval_cmd(
             task = bar.add_task(f"eval ({policy})", total=total)
 
             def done(got: dict, sc) -> None:
-                mark = (
-                    "exact"
-                    if sc and sc.exact
-                    else ("crashed: " + first_line(got.get("error"), 160))
-                    if not sc
-                    else "wrong"
-                )
+                if sc is None:
+                    mark = "crashed: " + first_line(got.get("error"), 160)
+                else:
+                    mark = "exact" if sc.exact else "wrong"
                 bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
                 bar.advance(task)
 
