@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -166,15 +167,17 @@ def bench(
     with progress() as bar:
         task = bar.add_task("benchmark", total=requests)
         res = run_bench(cfg, on_done=lambda _s: bar.advance(task))
-    values = res.metrics() if res.errors < len(res.samples) else {}
+    failed = res.errors == len(res.samples)
+    values = {} if failed else res.metrics()
     if json_out:
         print_json(res.model_dump(mode="json") | {"metrics": values})
-    else:
+    elif not failed:  # a table of zeros measured nothing
         out.print(bench_table(res, metric))
         if metric is not None and metric in values:
             out.print(f"{metric}: {values[metric]:.6g}")
-    if res.errors == len(res.samples):
-        console.print(f"[red]all {res.errors} requests failed:[/red] {res.samples[0].error}")
+    if failed:
+        said = escape(res.samples[0].error or "")
+        console.print(f"[red]all {res.errors} requests failed:[/red] {said}", soft_wrap=True)
         raise typer.Exit(1)
 
 

@@ -13,6 +13,7 @@ from agent.plot import plot
 from agent.state import Hunt
 from agent.verdict import Verdict
 from tools.measure import Cost
+from tools.text import fenced
 
 
 def verdict(hunt: Hunt) -> dict:
@@ -214,8 +215,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         lines += ["", said]
     plan = hunt.confirmation.get("plan") or {}
     if hunt.root_kind == "commit" and plan.get("stat"):
-        lines += ["", "Files of the culprit (`git show --stat`, as reverted):", "", "```"]
-        lines += [f" {f['path']} | {f['deleted']} lines" for f in plan["stat"]["files"]] + ["```"]
+        lines += ["", "Files of the culprit (`git show --stat`, as reverted):", ""]
+        lines += fenced([f" {f['path']} | {f['deleted']} lines" for f in plan["stat"]["files"]])
     lines += [
         "",
         "## Numbers",

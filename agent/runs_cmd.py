@@ -13,6 +13,7 @@ from rich.table import Table
 
 from agent.cli import app, bad_input, db_path, out, print_json
 from agent.grouped import for_screen, group_hypotheses
+from tools.text import fenced
 from transcripts.store import Store
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
@@ -115,7 +116,7 @@ def show(
         f"({len(json.loads(m['samples']))} samples)"
         for m in meas
     ]
-    lines += ["", "## Timeline", "", "```", *_timeline(store, run_id), "```"]
+    lines += ["", "## Timeline", "", *fenced(_timeline(store, run_id))]
     text = "\n".join(lines) + "\n"
     if markdown or not out.is_terminal:  # Markdown as it is: no line wrapped at a terminal's width
         print(text, end="")

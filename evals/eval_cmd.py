@@ -54,7 +54,9 @@ def eval_cmd(
     workers: Annotated[int, typer.Option(min=1)] = 1,
     json_out: Annotated[bool, typer.Option("--json")] = False,
     report_path: Annotated[Path | None, typer.Option("--report", help="Markdown report (PNG plots beside it)")] = None,
-    compare: Annotated[tuple[str, str] | None, typer.Option(help="two set ids, side by side")] = None,
+    compare: Annotated[
+        tuple[str, str] | None, typer.Option(metavar="SET_A SET_B", help="two set ids, side by side")
+    ] = None,
     rescore_set: Annotated[str | None, typer.Option("--rescore", help="score a stored set again")] = None,
     resume: Annotated[str | None, typer.Option(help="continue an interrupted set (runs only what is missing)")] = None,
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,

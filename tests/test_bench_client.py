@@ -63,7 +63,19 @@ def test_chat_api_and_concurrency(bad_server):
 
 def test_an_unreachable_endpoint_is_reported_per_request_not_raised():
     res = run_bench(BenchConfig(endpoint="http://127.0.0.1:9/v1", model="m", requests=2, timeout_s=5))
-    assert res.errors == 2 and "Connection" in (res.samples[0].error or "")
+    assert res.errors == 2
+    # The SDK says only "Connection error.": the request says where and why.
+    assert "POST http://127.0.0.1:9/v1/completions" in (res.samples[0].error or "")
+    assert "Connection refused" in (res.samples[0].error or "")
+
+
+def test_sleuth_bench_against_nothing_prints_the_url_not_a_table_of_zeros():
+    from tests.conftest import sleuth_in_process
+
+    proc = sleuth_in_process("bench", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "5")
+    assert proc.returncode == 1
+    assert "all 4 requests failed" in proc.stderr and "http://127.0.0.1:9/v1/completions" in proc.stderr
+    assert "Connection refused" in proc.stderr and "tok/s" not in proc.stdout
 
 
 TOKEN = b'data: {"choices": [{"index": 0, "text": "a"}]}\n\n'

@@ -256,3 +256,18 @@ def test_a_file_with_no_step_of_a_session_is_bad_input_not_an_empty_run(tmp_path
             and "--format" in proc.stderr
         )
     assert not db.exists() or sleuth("runs", "--json", "--db", str(db)).stdout.strip() == "[]"
+
+
+def test_show_fences_a_timeline_that_quotes_fences_of_its_own(tmp_path):
+    """mini-swe-agent's session quotes ``` blocks: the timeline's fence is longer than any of them,
+    so the Markdown of `sleuth show` keeps the whole timeline in one code block."""
+    db = tmp_path / "runs.db"
+    path = FIXTURES / "mini-swe-agent" / "calc_fix.traj.json"
+    run = json.loads(sleuth("import", str(path), "--db", str(db), "--json").stdout)["run_id"]
+    text = sleuth("show", run, "--db", str(db), "--markdown").stdout
+    timeline = text.split("## Timeline\n\n", 1)[1].rstrip("\n").splitlines()
+    fence = timeline[0]
+    assert set(fence) == {"`"} and timeline[-1] == fence
+    inner = timeline[1:-1]
+    assert any("```" in line for line in inner)  # the session's own fences are inside
+    assert not any(line.strip().startswith(fence) for line in inner)

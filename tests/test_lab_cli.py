@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.conftest import MINIMAL_SPEC, sleuth_in_process
 
@@ -37,3 +38,13 @@ def test_a_missing_spec_file_and_a_busy_target_are_bad_input(write_spec, tmp_pat
     proc = sleuth("lab", "build", str(write_spec(MINIMAL_SPEC)), str(busy))
     assert proc.returncode == 2 and "not an empty directory" in proc.stderr
     assert (busy / "x").read_text() == "keep"
+
+
+def test_a_real_cases_file_is_named_as_one_with_the_command_that_runs_it(tmp_path):
+    """A real case's case.toml is not a lab spec: the line says so and names `sleuth eval`, where
+    it said only that the alert was missing."""
+    case = Path(__file__).parents[1] / "evals" / "suites" / "real" / "lizard_jsx_regex"
+    proc = sleuth("lab", "build", str(case / "case.toml"), str(tmp_path / "out"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "a real case" in proc.stderr and f"sleuth eval {case}" in proc.stderr
+    assert not (tmp_path / "out").exists()

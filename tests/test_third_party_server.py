@@ -71,3 +71,12 @@ def test_sleuth_bench_measures_a_third_party_openai_compatible_server(fakellm):
     assert m["median_tpot_ms"] >= 5 and m["p99_ttft_ms"] > 0
     assert m["tok_per_s"] <= 1000 / 5  # cannot beat one chunk per ~10 ms by much
     assert m["request_throughput"] > 0 and m["output_throughput"] > 0
+
+
+def test_a_chat_only_server_asked_for_completions_says_which_path_and_which_flag(fakellm):
+    """fakellm has no /v1/completions: the one line names the URL asked and ``--api chat``, and no
+    table of zeros is printed as if something had been measured."""
+    proc = sleuth_in_process("bench", "--endpoint", f"{fakellm}/v1", "--model", "m", "--requests", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"POST {fakellm}/v1/completions" in proc.stderr and "--api chat" in proc.stderr
+    assert "NotFoundError" in proc.stderr and "tok/s" not in proc.stdout

@@ -233,6 +233,26 @@ def _events(response) -> Iterator[dict]:
         raise openai.APIConnectionError(request=response.http_request) from exc
 
 
+def _said(exc: Exception, cfg: BenchConfig) -> str:
+    """A failed request in words a person can act on: the SDK's "Connection error." names neither
+    the URL nor why, and a 404 neither the path asked nor that the other API may be the one the
+    server has (a chat-only server asked for completions)."""
+    import openai
+
+    said = f"{type(exc).__name__}: {exc}"
+    url = getattr(getattr(exc, "request", None), "url", None) or cfg.endpoint
+    if isinstance(exc, openai.APITimeoutError):
+        return f"{said} ({url} gave no answer within {cfg.timeout_s:g} s)"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        why = str(cause).strip() if cause is not None and str(cause).strip() else "nothing answered"
+        return f"{said} (POST {url}: {why})"
+    if isinstance(exc, openai.NotFoundError):
+        other = "chat" if cfg.api == "completions" else "completions"
+        return f"{said} (POST {url}: no such path; a {other}-only server takes --api {other})"
+    return said
+
+
 def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     import openai
 
@@ -264,7 +284,7 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
                 last = now
                 chunks += 1
     except openai.OpenAIError as exc:
-        return RequestSample(index=index, ok=False, error=f"{type(exc).__name__}: {exc}")
+        return RequestSample(index=index, ok=False, error=_said(exc, cfg))
     except ValueError as exc:  # not JSON: a proxy's page, a truncated line
         return RequestSample(index=index, ok=False, error=f"malformed stream event: {exc}")
     end = time.perf_counter()

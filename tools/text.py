@@ -7,6 +7,8 @@ on the first and says nothing on the second, both in the handler meant to report
 
 from __future__ import annotations
 
+import re
+
 
 def first_line(value: object, limit: int | None = None) -> str:
     """The first non-blank line of ``str(value)``, stripped (cut to ``limit`` characters); for an
@@ -21,3 +23,11 @@ def first_line(value: object, limit: int | None = None) -> str:
 def seconds(value: float) -> str:
     """A duration the user gave, as they gave it: 1800 -> "1800", 0.5 -> "0.5" (never "0")."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def fenced(lines: list[str], info: str = "") -> list[str]:
+    """``lines`` in a Markdown code fence longer than any run of backticks they hold: an imported
+    session's text quotes fences of its own, and a fence of three would end at its first."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, *lines, fence]

@@ -411,6 +411,8 @@ def load_spec(path: str | Path) -> Scenario:
         raise SpecError(f"{p}: cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{p.name}: invalid TOML: {exc}") from exc
+    if data.get("kind") == "real":  # a real case's case.toml: sleuth eval hunts it, nothing is built
+        raise SpecError(f'{p}: a real case (kind = "real"), not a lab scenario: run it with `sleuth eval {p.parent}`')
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
