@@ -66,13 +66,33 @@ def runs(
     out.print(t)
 
 
+# A tool call's arguments run to a whole launch command and an inlined script (1,700 characters),
+# which a terminal wraps over a dozen rows: a call's line is cut to this many characters before
+# what came back (``--json`` has every event whole). Hypotheses, verdicts and notes stay whole.
+CALL_WIDTH = 150
+
+
 def _timeline(store: Store, run_id: str) -> list[str]:
+    """One line per event; a tool call and the result that follows it share one line (the call's
+    arguments, cut at ``CALL_WIDTH``, then what came back)."""
     events = store.events(run_id)
     t0 = events[0]["t"] if events else 0
-    lines = []
-    for e in events:
-        dur = f" ({e['duration_s']:.2f}s)" if e.get("duration_s") else ""
-        lines.append(f"+{e['t'] - t0:7.2f}s #{e['seq']:<4} {e['kind']:<12} {e['text']}{dur}")
+    lines: list[str] = []
+    i = 0
+    while i < len(events):
+        e = events[i]
+        text, dur = e["text"], e.get("duration_s")
+        head = f"+{e['t'] - t0:7.2f}s #{e['seq']:<4} {e['kind']:<12} "
+        nxt = events[i + 1] if i + 1 < len(events) else None
+        if e["kind"] == "tool_call":
+            if len(head) + len(text) > CALL_WIDTH:
+                text = text[: max(20, CALL_WIDTH - len(head) - 1)] + "…"
+            if nxt is not None and nxt["kind"] == "tool_result":
+                text += " -> " + nxt["text"].removeprefix(text.split(" ", 1)[0] + ": ")
+                dur = nxt.get("duration_s")  # the call's own time, as its result says
+                i += 1
+        i += 1
+        lines.append(head + text + (f" ({dur:.2f}s)" if dur else ""))
     return lines
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.runs_cmd import CALL_WIDTH
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import git_in, one_slow_commit, sleuth_exe, sleuth_in_process, wait_for
@@ -444,6 +445,14 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     kinds = {e["kind"] for e in shown["events"]}
     assert {"tool_call", "tool_result", "measurement", "hypothesis", "verdict", "approval"} <= kinds
     assert len(shown["hypotheses"]) == len(v["hypotheses"]) and shown["measurements"]
+    # Read as Markdown, a call shares its line with the result that follows it, its arguments cut short.
+    timeline = sleuth_in_process("show", run_id, "--db", db, "--markdown").stdout.split("## Timeline")[1]
+    calls = [line for line in timeline.splitlines() if " tool_call " in line]
+    evs = shown["events"]
+    paired = sum(a["kind"] == "tool_call" and b["kind"] == "tool_result" for a, b in zip(evs, evs[1:]))
+    assert len(calls) == sum(e["kind"] == "tool_call" for e in evs) and sum(" -> " in x for x in calls) >= paired
+    assert timeline.count(" tool_result ") == sum(e["kind"] == "tool_result" for e in evs) - paired
+    assert all(len(line.split(" -> ")[0]) <= CALL_WIDTH for line in calls)
     assert "release freeze" in sleuth_in_process("search", "freeze", "--db", db).stdout
     assert sleuth_in_process("show", "no-such-run", "--db", db).returncode == 2
 
