@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -440,6 +441,7 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
     ``resume_hint`` (a hunt or a resume driving the graph), Ctrl-C or SIGTERM too: one line names
     the run and the command that continues it, exit 130 (its servers and worktrees are removed on
     the way out, as always)."""
+    resume = resume_hint or f"sleuth resume {run_id}"
     try:
         yield
     except KeyboardInterrupt:
@@ -453,15 +455,16 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
         console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        said = f"host: {exc.reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers"
+        console.print(f"[red]error:[/red] {escape(said)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except StoreUnavailable as exc:
         then = (
-            f"run {run_id} stopped at its last checkpoint: `sleuth resume {run_id}` once the store is writable"
+            f"run {run_id} stopped at its last checkpoint: `{resume}` once the store is writable"
             if hunter.has_checkpoint(run_id)
             else f"run {run_id} did not start"
         )
-        console.print(f"[red]error:[/red] STORE: {exc}; {then}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] STORE: {escape(str(exc))}; {then}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 

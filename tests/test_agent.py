@@ -4,6 +4,7 @@ user's repository never harmed (finished, rejected, SIGTERM, SIGKILL)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -449,7 +450,7 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     timeline = sleuth_in_process("show", run_id, "--db", db, "--markdown").stdout.split("## Timeline")[1]
     calls = [line for line in timeline.splitlines() if " tool_call " in line]
     evs = shown["events"]
-    paired = sum(a["kind"] == "tool_call" and b["kind"] == "tool_result" for a, b in zip(evs, evs[1:]))
+    paired = sum(a["kind"] == "tool_call" and b["kind"] == "tool_result" for a, b in itertools.pairwise(evs))
     assert len(calls) == sum(e["kind"] == "tool_call" for e in evs) and sum(" -> " in x for x in calls) >= paired
     assert timeline.count(" tool_result ") == sum(e["kind"] == "tool_result" for e in evs) - paired
     assert all(len(line.split(" -> ")[0]) <= CALL_WIDTH for line in calls)
@@ -710,7 +711,7 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tmp_path):
             hunt.kill()
     assert hunt.returncode == 1, err[-2000:]
     said = re.search(
-        r"error: host: .*; run (\S+) stopped at its last checkpoint: `sleuth resume \1` once it answers", err
+        r"error: host: .*; run (\S+) stopped at its last checkpoint: `sleuth resume \1 --db \S+` once it answers", err
     )
     assert said and "Traceback" not in err, err[-2000:] + out[-3000:]
     server.start()  # the same port and keys

@@ -100,7 +100,7 @@ def test_a_database_locked_mid_hunt_stops_the_run_resumably_and_resume_finishes_
             holder.close()
     assert hunt.returncode == 1, err[-2000:]
     assert "STORE: cannot write" in err and "database is locked" in err
-    assert f"`sleuth resume {run}` once the store is writable" in err and "Traceback" not in err
+    assert f"`sleuth resume {run} --db {db}` once the store is writable" in err and "Traceback" not in err
     assert out == ""
     stopped = (db.parent / "r.runs" / run / "store-error.txt").read_text()
     assert "database is locked" in stopped
@@ -138,7 +138,7 @@ def test_a_full_disk_mid_hunt_stops_the_run_resumably_and_resume_finishes_it_onc
                 hunt.kill()
         assert hunt.returncode == 1, err[-2000:]
         assert "STORE: cannot write" in err and ("full" in err or "No space left" in err), err[-1000:]
-        assert f"`sleuth resume {run}`" in err and "Traceback" not in err and out == ""
+        assert f"`sleuth resume {run} --db {db}`" in err and "Traceback" not in err and out == ""
         assert leftovers(tiny.root, tiny.repo) == ([], [])
         filler.unlink()  # room again
         verdict = _resume_to_the_end(run, db)
