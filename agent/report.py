@@ -107,16 +107,21 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     """The Numbers table as the terminal shows it, on one screen: the bisection's probes as one
     row (their range; culprit^ and culprit, measured afresh, say where the step is), the rest as
     in the Markdown report."""
-    rows = _number_rows(hunt)
-    probes = [r for r in rows if r[0].startswith("bisect ")]
-    if len(probes) > 2:
-        medians = [float(r[2]) for r in probes]
-        n = sum(int(r[4]) for r in probes)
-        one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")
-        at = rows.index(probes[0])
-        rows = [r for r in rows if r not in probes]
-        rows.insert(at, one)
-    return _folded(rows, NUMBER_ROWS, _more_states)
+    latest = _latest(hunt)
+    probes = [m for label, m in latest.items() if label.startswith("bisect ")]
+    if len(probes) <= 2:
+        return _folded(_number_rows(hunt), NUMBER_ROWS, _more_states)
+    medians = [m.median for m in probes]
+    n = sum(len(m.samples) for m in probes)
+    one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")
+    folded = {id(m) for m in probes}
+    rows = _alert_rows(hunt)
+    for m in latest.values():
+        if m is probes[0]:
+            rows.append(one)
+        elif id(m) not in folded:
+            rows.append(_measurement_row(m))
+    return _folded(rows + _after_rows(hunt), NUMBER_ROWS, _more_states)
 
 
 def _more_states(n: int) -> tuple[str, str, str, str, str]:
@@ -124,23 +129,35 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    t = hunt.target
-    rows = [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
-    latest = {}  # label -> its latest measurement, in order of first appearance
+    return [*_alert_rows(hunt), *map(_measurement_row, _latest(hunt).values()), *_after_rows(hunt)]
+
+
+def _latest(hunt: Hunt) -> dict:
+    """Each label's latest measurement, in order of the label's first appearance."""
+    latest = {}
     for m in hunt.measurements:
         latest[m.label] = m
-    rows += [
-        (m.label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
-        for m in latest.values()
-    ]
+    return latest
+
+
+def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
+    t = hunt.target
+    return [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
+
+
+def _measurement_row(m) -> tuple[str, str, str, str, str]:
+    return (m.label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
+
+
+def _after_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     if hunt.after and hunt.after.get("error"):  # the applied fix could not be re-measured
-        rows.append(("after the approved revert", "", "not measured", "", hunt.after["error"]))
-    elif hunt.after:
-        a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
-        interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
-        recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
-        rows.append(("after the approved revert", "", f"{a['median']:.4g}", interval, recovered))
-    return rows
+        return [("after the approved revert", "", "not measured", "", hunt.after["error"])]
+    if not hunt.after:
+        return []
+    a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
+    interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
+    recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
+    return [("after the approved revert", "", f"{a['median']:.4g}", interval, recovered)]
 
 
 # A report a person reads fits one screen: its long tables keep their first and last rows and
