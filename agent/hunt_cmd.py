@@ -108,7 +108,8 @@ class LiveView:
     def update(self, hunt: Hunt, text: str) -> None:
         self.last = text
         if self.trail:
-            console.print(f"[{time.time() - hunt.started_at:6.1f}s] {text}", highlight=False, soft_wrap=True)
+            line = f"[{time.time() - hunt.started_at:6.1f}s] {text}"
+            console.print(escape(line), highlight=False, soft_wrap=True)  # "h1 [hardware]" is text
         if self.live is None:
             return
         current = next((h for h in hunt.hypotheses if h.status == "open"), None)

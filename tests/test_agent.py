@@ -665,6 +665,8 @@ def test_a_hunt_in_a_pipe_says_each_step_on_stderr_as_it_goes(tiny, tmp_path):
     run_id = re.search(r"^run (\S+): hunting \(each step below; the report at the end\)$", proc.stderr, re.M).group(1)
     assert run_id in proc.stdout and any(re.match(r"\[\s*\d+\.\ds\] bisecting \d+ of \d+ commits", s) for s in steps)
     assert not any(s.startswith("[") for s in proc.stdout.splitlines())
+    # Brackets in what the hunt says are text, not markup ("testing h1 : ..." lost its category).
+    assert any(re.search(r"testing h\d+ \[history\]: ", s) for s in steps), steps
 
 
 @pytest.mark.slow  # 30-90 s: a hunt over SSH, its sshd stopped mid-way and started again
