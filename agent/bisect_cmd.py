@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from agent.alerts import AlertError, bench_options, host_settings, metric_direction, read_alert, workload_shape
@@ -160,10 +161,10 @@ def bisect_cmd(
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
     if not json_out and (said := off_the_line(git, good, bad)):
-        console.print(f"[yellow]warning:[/yellow] {said}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {escape(said)}", soft_wrap=True)
     chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
     if chosen.warning and not json_out:
-        console.print(f"[yellow]warning:[/yellow] {chosen.warning}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {escape(chosen.warning)}", soft_wrap=True)
     higher = chosen.higher_is_better
     if bench:
         workload = Workload(command=bench, metric=chosen.metric, metric_regex=chosen.regex, output=chosen.output)
@@ -218,10 +219,10 @@ def bisect_cmd(
         if json_out:
             print_json({"status": "inconclusive", "error": why, "records": [r.model_dump() for r in seen]})
         else:
-            out.print(f"inconclusive: {why}", highlight=False)
+            out.print(f"inconclusive: {why}", highlight=False, markup=False)
         raise typer.Exit(1) from None
     except HostError as exc:  # the host stopped answering mid-bisection: not the input's fault
-        out.print(f"failed: the host stopped answering: {exc}", highlight=False)
+        out.print(f"failed: the host stopped answering: {exc}", highlight=False, markup=False)
         raise typer.Exit(1) from None
     except BisectError as exc:
         bad_input(f"{'--bench' if bench else '--launch'}: {exc}".replace("\n", " | ")[:400])

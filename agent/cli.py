@@ -56,7 +56,7 @@ out = Console()
 
 def bad_input(message: str) -> NoReturn:
     """One line naming the field or file, exit code 2."""
-    console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

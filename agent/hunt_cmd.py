@@ -414,7 +414,7 @@ def hunt_cmd(
             git.close()
         h.close()
     for said in filter(None, warnings if not json_out else []):
-        console.print(f"[yellow]warning:[/yellow] {said}", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(said)}", soft_wrap=True, highlight=False)
     run_hunt(
         target,
         db_path(db),
@@ -453,7 +453,7 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
             if hunter.has_checkpoint(run_id)
             else "it had not reached a checkpoint: start it again"
         )
-        console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True)
+        console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
         said = f"host: {exc.reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers"

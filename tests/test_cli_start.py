@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.conftest import sleuth_in_process
+
 HEAVY = ("langgraph", "scipy", "matplotlib", "openai")
 PROBE = """
 import json, sys
@@ -52,3 +54,10 @@ def test_the_hunt_loads_what_it_needs_and_help_lists_every_command():
     )
     for command in ("bench", "bisect", "demo", "hunt", "approve", "resume", "runs", "show", "serve", "lab", "eval"):
         assert f" {command} " in proc.stdout, command
+
+
+def test_a_bad_input_line_prints_brackets_as_they_are():
+    """An error names what the user gave; brackets in it are text, not Rich markup (a ref such as
+    'v1[bold]' or a path with '[x]' lost them)."""
+    proc = sleuth_in_process("bench", "--endpoint", "host[bold]:1", "--model", "m")
+    assert proc.returncode == 2 and "'host[bold]:1' is not an http(s) URL" in proc.stderr

@@ -246,7 +246,8 @@ def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
     hunt.root_summary = f'{hunt.culprits[0][:10]} "{subject}"'
     pruned = f" ({len(hunt.pruned)} pruned: no executed file)" if hunt.pruned else ""
     h.reason += (
-        f"; bisection: {len(parents)} commits{pruned}, {res.probes} probe{'s' * (res.probes != 1)}, {res.samples} samples -> "
+        f"; bisection: {len(parents)} commits{pruned}, {res.probes} probe{'s' * (res.probes != 1)}, "
+        f"{res.samples} samples -> "
         + ", ".join(
             f"{c.sha[:10]} ({c.delta_pct:+.1f}% vs parent, verified={c.verified})"
             if c.delta_pct is not None

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from agent.cli import bad_input, out, print_json, progress
@@ -38,7 +39,7 @@ def build_cmd(
     try:
         res = build(scenario, out_dir, launch_scale=launch_scale)
     except LabError as exc:
-        out.print(f"[red]build failed:[/red] {exc}")
+        out.print(f"[red]build failed:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc
     summary = {
         "scenario": scenario.name,
