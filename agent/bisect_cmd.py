@@ -35,7 +35,7 @@ from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bo
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
 from tools.measure import Deadline, Measurer, Workload
-from tools.pool import PoolError, RayProbePool, SSHProbePool, load_pool
+from tools.pool import LostProbe, PoolError, RayProbePool, SSHProbePool, load_pool
 from tools.ssh import SSHHost
 
 
@@ -225,6 +225,9 @@ def bisect_cmd(
         out.print(f"failed: the host stopped answering: {exc}", highlight=False, markup=False)
         raise typer.Exit(1) from None
     except BisectError as exc:
+        if isinstance(exc.__cause__, LostProbe):  # an end was measured on a pool host that went away
+            out.print(f"failed: {exc}", highlight=False, markup=False)
+            raise typer.Exit(1) from None
         bad_input(f"{'--bench' if bench else '--launch'}: {exc}".replace("\n", " | ")[:400])
     finally:
         measurer.close()
@@ -232,9 +235,14 @@ def bisect_cmd(
         if isinstance(probes, SSHProbePool):
             probes.close()
     used = {name: len(set(shas)) for name, shas in probes.used.items()} if probes else None
+    lost = probes.lost if isinstance(probes, SSHProbePool) else {}
     if json_out:
-        print_json(res.model_dump(mode="json") | ({"pool": used} if used is not None else {}))
+        pool_out = {"pool": used, "pool_lost": lost} if used is not None else {}
+        print_json(res.model_dump(mode="json") | pool_out)
         return
+    for name, why in lost.items():
+        said = f"pool host {name} stopped answering mid-way ({why}); the others went on"
+        out.print(said, highlight=False, markup=False)
     t = Table(title=f"culprit(s) in {good}..{bad}")
     for col in ("commit", "subject", "change", "p", "verified", "suspects"):
         t.add_column(col)

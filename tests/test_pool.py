@@ -85,3 +85,48 @@ def test_a_bad_pool_file_names_the_field(tiny, tmp_path):
     )
     assert proc.returncode == 2
     assert "--pool: " in proc.stderr and "pool.toml: hosts.0.repo: Field required" in proc.stderr
+
+
+def test_a_pool_host_that_stops_answering_leaves_the_bisection_to_the_others(tmp_path):
+    """A k-way bisection whose SSH host goes away after the first round: the commits that host
+    had measured are skipped (their samples cannot be topped up elsewhere), the ones it was given
+    next go to the host still answering, and the culprit is found there. It ended the bisection
+    ('failed: the host stopped answering')."""
+    from tests.conftest import one_slow_commit, sleuth_exe
+    from tests.sshd import Sshd, require_sshd
+
+    require_sshd()
+    repo, good, slow = one_slow_commit(tmp_path / "proj", 16, 11)
+    clone(repo, tmp_path / "clone-local")
+    clone(repo, tmp_path / "clone-remote")
+    (tmp_path / "sshd").mkdir()
+    server = Sshd(tmp_path / "sshd").start()
+    (tmp_path / "ssh_config").write_text(
+        f"Host pool-node\n  HostName 127.0.0.1\n  Port {server.port}\n  User root\n  IdentityFile {server.client_key}\n"
+    )
+    (tmp_path / "pool.toml").write_text(
+        f'[[hosts]]\nname = "here"\nrepo = "{tmp_path / "clone-local"}"\n\n'
+        f'[[hosts]]\nname = "node"\nhost = "pool-node"\nrepo = "{tmp_path / "clone-remote"}"\n'
+        f'ssh_config = "{tmp_path / "ssh_config"}"\nknown_hosts = "{server.known_hosts}"\n'
+    )
+    proc = subprocess.Popen(
+        [sleuth_exe(), "bisect", "--repo", str(repo), "--good", good, "--bench", "python3 bench.py",
+         "--lower-is-better", "--pool", str(tmp_path / "pool.toml"), "--workdir", str(tmp_path / "work"), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the first round's probes are printed once both are measured
+            if line.lstrip().startswith("probe "):
+                break
+        server.drop()
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        server.stop()
+    assert proc.returncode == 0, out[-2000:] + err[-2000:]
+    res = json.loads(out)
+    assert [c["sha"] for c in res["culprits"]] == [slow]
+    assert list(res["pool_lost"]) == ["node"] and res["pool"]["node"] >= 1
+    assert "Traceback" not in err, err[-3000:]

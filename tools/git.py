@@ -22,7 +22,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from tools.host import Host, LocalHost, RunResult
+from tools.host import Host, HostError, LocalHost, RunResult
 from tools.pins import PinMove, is_pin_file, moves
 
 ZERO_SHA = "0" * 40
@@ -396,8 +396,13 @@ class CliGit:
             self.git("worktree", "add", "--detach", "--quiet", path, sha)
             yield path
         finally:
-            self._drop_worktree(path)
-            self.git("worktree", "prune", check=False)
+            # On a host that stopped answering there is nothing to remove from here (and an error
+            # raised while the worktree is dropped on the way out, or when the context is left to
+            # the garbage collector, was a second traceback): the next start there removes it
+            # (``remove_stale_worktrees``).
+            with contextlib.suppress(HostError):
+                self._drop_worktree(path)
+                self.git("worktree", "prune", check=False)
 
     def _drop_worktree(self, path: str) -> None:
         """Remove a scratch worktree and its files. ``--force`` twice: ``git worktree add`` locks the

@@ -34,8 +34,9 @@ from pydantic import BaseModel, Field
 
 from tools.bisect import Probe, ProbeError
 from tools.git import open_repo
-from tools.host import Host, LocalHost
+from tools.host import Host, HostError, LocalHost
 from tools.measure import MeasureCache, Measurer, Workload
+from tools.text import first_line
 from tools.validation import load_toml_model
 
 
@@ -60,20 +61,33 @@ def load_pool(path: str | Path) -> PoolConfig:
     return load_toml_model(path, PoolConfig, PoolError)
 
 
+class LostProbe(ProbeError):
+    """A commit's samples came from a pool host that stopped answering: they cannot be topped up
+    on another host (host-to-host differences would pass for a regression), so the bisection
+    skips it (it stays a suspect), or, for an end of the range, cannot go on."""
+
+
 class _Sticky:
     """Which slot measures which commit: the first free slot takes a new commit; a commit seen
-    before waits for its own slot."""
+    before waits for its own slot. A slot whose host stopped answering is ``lost``: no new commit
+    goes there, and its commits raise ``LostProbe``; with every slot lost, ``HostError``."""
 
     def __init__(self, slots: list[str]) -> None:
-        self.slots = slots
+        self.slots = list(slots)
         self.busy: set[str] = set()
         self.owner: dict[str, str] = {}
+        self.lost: dict[str, str] = {}  # slot -> why
         self.cond = threading.Condition()
 
     def acquire(self, sha: str) -> str:
         with self.cond:
             while True:
-                slot = self.owner.get(sha) or next((s for s in self.slots if s not in self.busy), None)
+                owner = self.owner.get(sha)
+                if owner in self.lost:
+                    raise LostProbe(f"{sha[:10]} was measured on {owner}, which stopped answering ({self.lost[owner]})")
+                if not self.slots:
+                    raise HostError(f"every pool host stopped answering: {'; '.join(self.lost.values())}")
+                slot = owner or next((s for s in self.slots if s not in self.busy), None)
                 if slot is not None and slot not in self.busy:
                     self.busy.add(slot)
                     self.owner[sha] = slot
@@ -83,6 +97,18 @@ class _Sticky:
     def release(self, slot: str) -> None:
         with self.cond:
             self.busy.discard(slot)
+            self.cond.notify_all()
+
+    def lose(self, slot: str, why: str, sha: str, fresh: bool) -> None:
+        """``slot``'s host stopped answering while measuring ``sha``; a ``fresh`` commit (no sample
+        of it taken yet) goes back to be taken by another slot."""
+        with self.cond:
+            self.lost[slot] = why
+            if slot in self.slots:
+                self.slots.remove(slot)
+            self.busy.discard(slot)
+            if fresh:
+                self.owner.pop(sha, None)
             self.cond.notify_all()
 
 
@@ -120,16 +146,31 @@ class SSHProbePool:
         inner = {name: m.probe_fn(launch, workload) for name, m in self.measurers.items()}
 
         def probe(sha: str, n: int) -> list[float]:
-            slot = self.sticky.acquire(sha)
-            try:
-                self.used[slot].append(sha)
-                return inner[slot](sha, n)
-            finally:
-                self.sticky.release(slot)
+            while True:
+                slot = self.sticky.acquire(sha)
+                fresh = sha not in self.used[slot]
+                try:
+                    self.used[slot].append(sha)
+                    return inner[slot](sha, n)
+                except HostError as exc:  # that host is gone: the others go on without it
+                    self.sticky.lose(slot, first_line(exc, 200), sha, fresh)
+                    if not fresh:
+                        raise LostProbe(f"{sha[:10]}: {slot} stopped answering ({first_line(exc, 200)})") from exc
+                finally:
+                    self.sticky.release(slot)
 
         return probe
 
+    @property
+    def lost(self) -> dict[str, str]:
+        """The hosts that stopped answering mid-bisection, and why."""
+        return dict(self.sticky.lost)
+
     def close(self) -> None:
+        """Stop every host's servers and remove its worktrees (a lost host's are forgotten), then
+        close the connections."""
+        for m in self.measurers.values():
+            m.close()
         for h in self.hosts.values():
             h.close()
 
