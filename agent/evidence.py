@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from statistics import median
 
+import numpy as np
+
 from agent.state import Hunt
+from tools.stats import noise_sd
 
 DECIDES = ("environment", "uncommitted", "dependencies", "config")
 
@@ -64,9 +67,11 @@ def steps(hunt: Hunt) -> dict | None:
     if len(order) < 2 or not hunt.culprits:
         return None
     level: dict[str, float] = {}
+    drawn: dict[str, list[float]] = {}
     for m in hunt.measurements:
         if m.ref in order and m.env == hunt.probe_env and m.samples:  # as the bisection probed them
             level[m.ref] = median(m.samples)
+            drawn[m.ref] = m.samples
     probed = [(i, sha, level[sha]) for i, sha in enumerate(order) if sha in level]
     if len(probed) < 2:
         return None
@@ -74,9 +79,12 @@ def steps(hunt: Hunt) -> dict | None:
     drop = head - good
     if drop == 0:
         return None
-    intermediate = [
-        sha for _, sha, v in probed[1:-1] if 0.25 < (v - good) / drop < 0.75
-    ]  # a level between the ends, beyond a quarter of the drop from both
+    ends = drawn[probed[0][1]], drawn[probed[-1][1]]
+    intermediate = [  # a level between the ends, beyond a quarter of the drop from both, and told
+        sha  # apart from both by its samples (a noisy probe's median alone is no level)
+        for _, sha, v in probed[1:-1]
+        if 0.25 < (v - good) / drop < 0.75 and all(_differ(end, drawn[sha]) for end in ends)
+    ]
     found = []
     for sha in hunt.culprits:
         if sha not in order:
@@ -103,6 +111,19 @@ def steps(hunt: Hunt) -> dict | None:
     }
 
 
+def _differ(end: list[float], probe: list[float]) -> bool:
+    """Is a probe's level apart from an end's beyond their noise? Medians three standard errors
+    apart, the noise the larger of the probe's own spread and the end's (robust sds): a probe of
+    3 samples (a launch) can be a level of its own, where a rank test at p <= 0.01 needs more; a
+    probe whose samples spread over both ends' levels cannot."""
+    a, b = np.asarray(end, dtype=float), np.asarray(probe, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return False
+    sd = max(noise_sd(a, a), noise_sd(b, b))
+    gap = abs(float(np.median(a)) - float(np.median(b)))
+    return gap > 3 * sd * float(np.sqrt(1 / a.size + 1 / b.size))
+
+
 def sentence(hunt: Hunt) -> str:
     """One line for the report: strength, corrected p, and the shape with its steps."""
     parts = []
@@ -115,6 +136,7 @@ def sentence(hunt: Hunt) -> str:
         listed = ", ".join(
             f"`{x['ref'][:10]}` {x['delta_pct']:+.1f}% ({x['share_pct']:.0f}% of the drop)" for x in shape["steps"]
         )
-        extra = f"; {len(shape['intermediate'])} probed commits at intermediate levels" if shape["intermediate"] else ""
+        between = shape["intermediate"]
+        extra = f"; probed at a level between the two: {', '.join(f'`{x[:10]}`' for x in between)}" if between else ""
         parts.append(f"Shape of the drop: **{shape['shape']}**" + (f": {listed}" if listed else "") + extra + ".")
     return " ".join(parts)

@@ -40,7 +40,20 @@ def test_a_single_culprit_with_intermediate_levels_says_the_drop_was_not_one_ste
     s = steps(h)
     assert s["intermediate"] == [SHAS[2]] and s["shape"] == "gradual"
     assert s["steps"][0]["share_pct"] == 40.0  # the named commit carries 40 % of the drop, not all of it
-    assert "Shape of the drop: **gradual**" in sentence(h) and "1 probed commits at intermediate levels" in sentence(h)
+    assert "Shape of the drop: **gradual**" in sentence(h)
+    assert f"probed at a level between the two: `{SHAS[2][:10]}`" in sentence(h)
+
+
+def test_a_probe_whose_median_falls_between_by_noise_is_no_level_of_its_own():
+    """A noisy probe's median 60 % of the way down, its samples reaching both ends' levels: not a
+    level between them (the report said "1 probed commits at intermediate levels" of one step)."""
+    h = _hunt({0: 100, 5: 80, 7: 80}, [5])
+    noisy = _m(SHAS[2], 88)
+    noisy.samples = [100.5, 79.5, 88.0, 99.0, 81.0]
+    h.measurements.insert(1, noisy)
+    s = steps(h)
+    assert s["intermediate"] == [] and s["shape"] == "one step"
+    assert "between" not in sentence(h)
 
 
 def test_a_confirmed_cause_is_proven_with_its_p_value_corrected_for_the_tests_made():
@@ -58,3 +71,23 @@ def test_a_confirmed_cause_is_proven_with_its_p_value_corrected_for_the_tests_ma
     assert strength(h)["evidence"] == "observed"
     h.root_kind = "external"
     assert strength(h) is None  # nothing named: nothing to be strong about
+
+
+def test_a_step_given_back_is_claimed_only_where_the_culprits_samples_differ_from_heads():
+    """A 5-sample probe taken under load put the culprit's median at 228 against HEAD's 142 (its
+    samples reached down to 129) and the report said later commits gave back 75 % of the step;
+    the same medians on samples apart are a step given back."""
+    from agent.categories.history import given_back
+
+    def hunt(probe: list[float]) -> Hunt:
+        h = Hunt(run_id="r", target=Target(repo="/r", higher_is_better=False))
+        h.culprits = [SHAS[4]]
+        h.measurements = [_m(SHAS[0], 114, 12), _m(SHAS[7], 142, 12), _m(SHAS[4], 228)]
+        h.measurements[0].label, h.measurements[1].label = "good-candidate", "HEAD"
+        h.measurements[1].samples = [138.0, 140.0, 141.0, 142.0, 142.0, 142.0, 143.0, 144.0, 145.0, 146.0, 139.0, 141.0]
+        h.measurements[2].samples = probe
+        return h
+
+    assert given_back(hunt([129.0, 141.0, 228.0, 250.0, 280.0])) is None
+    said = given_back(hunt([226.0, 227.0, 228.0, 229.0, 230.0]))
+    assert said is not None and "gave back 75% of it" in said

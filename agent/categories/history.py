@@ -27,6 +27,7 @@ from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
 from tools.git import revert_branch
 from tools.measure import StateFailure
+from tools.stats import compare
 from tools.text import first_line
 
 NAME = "history"
@@ -228,6 +229,11 @@ def given_back(hunt: Hunt) -> str | None:
     worse = -1.0 if hunt.target.higher_is_better else 1.0
     step, drop = worse * (probe.median - good.median), worse * (head.median - good.median)
     if step <= 0 or drop <= 0 or step < GIVEN_BACK_AT * drop:
+        return None
+    # The culprit's probe and HEAD must differ by their samples, not only by medians: a probe of a
+    # few samples taken while the machine was loaded put its median at 228 against HEAD's 142
+    # (its interval reached down to 129), and the report said later commits gave back 75 %.
+    if compare(head.samples, probe.samples, alpha=0.01, interval=False).verdict != "different":
         return None
     return (
         f"its step (good {good.median:.4g} -> {probe.median:.4g} there) is {step / drop:.1f}x what is left at HEAD "
