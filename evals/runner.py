@@ -91,21 +91,22 @@ def run_set(
         if "eval_results" in store.db.table_names()
         else set()
     )
-    store.db["eval_sets"].upsert(
-        {
-            "id": set_id,
-            "started": t0,
-            "policy": policy,
-            "model": model,
-            "llm": llm.model_dump_json() if llm else None,
-            "repeats": repeats,
-            "workers": workers,
-            "backend": backend.name,
-            "specs": json.dumps([str(s) for s in specs]),
-        },
-        pk="id",
-        alter=True,
-    )
+    with store.transaction() as db:
+        db["eval_sets"].upsert(
+            {
+                "id": set_id,
+                "started": t0,
+                "policy": policy,
+                "model": model,
+                "llm": llm.model_dump_json() if llm else None,
+                "repeats": repeats,
+                "workers": workers,
+                "backend": backend.name,
+                "specs": json.dumps([str(s) for s in specs]),
+            },
+            pk="id",
+            alter=True,
+        )
     jobs = [
         Job(spec=str(s), repeat=r, policy=policy, model=model, llm=llm)
         for s in specs
@@ -127,12 +128,13 @@ def run_set(
             "score": sc.model_dump_json() if sc else None,
             "error": got.get("error"),
         }
-        with store.lock:
-            store.db["eval_results"].insert(row, alter=True)
+        with store.transaction() as db:
+            db["eval_results"].insert(row, alter=True)
         rows.append(row)
         if on_done:
             on_done(got, sc)
-    store.db["eval_sets"].update(set_id, {"ended": time.time(), "wall_s": time.time() - t0}, alter=True)
+    with store.transaction() as db:
+        db["eval_sets"].update(set_id, {"ended": time.time(), "wall_s": time.time() - t0}, alter=True)
     return set_id, rows
 
 
@@ -160,8 +162,8 @@ def rescore(store: Store, set_id: str) -> list[Score | None]:
             old.get("wall_s", 0.0),
             old.get("repo_intact", True),
         )
-        with store.lock:
-            store.db["eval_results"].update(
+        with store.transaction() as db:
+            db["eval_results"].update(
                 row["rowid"] if "rowid" in row else _rowid(store, row), {"score": sc.model_dump_json()}
             )
         out.append(sc)

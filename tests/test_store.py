@@ -144,6 +144,29 @@ def test_a_new_store_opened_while_another_process_makes_its_tables_waits_for_it(
     store.close()
 
 
+def test_a_write_waits_for_another_processs_write_and_then_succeeds(tmp_path):
+    """Two hunts on one store: a write that read first (the next event's number) and found the
+    other process's write committed in the meantime failed at once with "database is locked"
+    (SQLite does not wait for a deferred transaction's upgrade). Each write now takes the lock at
+    its start and waits for it."""
+    path = tmp_path / "r.db"
+    ours = Store(path)
+    ours.start_run("r2")
+    holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    holder.execute("begin immediate")  # the other hunt, mid-write
+    holder.execute("insert into runs (id, kind, started, status) values ('r1', 'hunt', 0, 'running')")
+    release = threading.Timer(0.5, lambda: holder.execute("commit"))
+    release.start()
+    try:
+        seq = ours.event("r2", "note", "written once the other hunt committed")
+    finally:
+        release.join()
+        holder.close()
+    assert seq == 1 and [r["id"] for r in ours.runs()] == ["r2", "r1"]
+    assert [e["text"] for e in ours.events("r2")] == ["written once the other hunt committed"]
+    ours.close()
+
+
 def test_a_store_locked_for_good_still_says_so(tmp_path):
     path = tmp_path / "r.db"
     holder = sqlite3.connect(str(path), isolation_level=None)

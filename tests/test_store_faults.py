@@ -147,3 +147,29 @@ def test_a_full_disk_mid_hunt_stops_the_run_resumably_and_resume_finishes_it_onc
         assert Store(db).run(run)["status"] == "awaiting_approval"
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_two_hunts_on_one_store_at_once_both_finish(tmp_path):
+    """A new user's second hunt on a shared store died within seconds ("database is locked"),
+    while the first went on: every write now waits for the other's."""
+    from tests.conftest import one_slow_commit
+
+    hunts, want = [], []
+    for name in ("a", "b"):
+        repo, good, slow = one_slow_commit(tmp_path / name, 16, 11)
+        want.append(slow)
+        cmd = [sleuth_exe(), "hunt", "--repo", str(repo), "--good", good, "--bench", "python3 bench.py"]
+        cmd += ["--lower-is-better", "--db", str(tmp_path / "shared.db"), "--json"]
+        hunts.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    try:
+        for proc in hunts:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-2000:]
+            outs.append(json.loads(out))
+    finally:
+        for proc in hunts:
+            if proc.poll() is None:
+                proc.kill()
+    assert [v["root_cause"]["ref"] for v in outs] == want
+    assert {r["id"] for r in Store(tmp_path / "shared.db").runs()} == {v["run_id"] for v in outs}

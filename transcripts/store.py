@@ -10,6 +10,7 @@ LangGraph's checkpoints live beside it in ``checkpoints.db``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -17,7 +18,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -196,12 +197,14 @@ _W = TypeVar("_W", bound=Callable[..., Any])
 
 
 def _writes(fn: _W) -> _W:
-    """A store write whose failure for want of room or of the lock is ``StoreUnavailable``."""
+    """A store write: one ``Store.transaction``, whose failure for want of room or of the lock is
+    ``StoreUnavailable``."""
 
     @functools.wraps(fn)
     def write(self: Store, *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(self, *args, **kwargs)
+            with self.transaction():
+                return fn(self, *args, **kwargs)
         except (sqlite3.Error, OSError) as exc:
             err = unavailable(exc, self.path)
             if err is None:
@@ -224,8 +227,30 @@ class Store:
         # WAL with synchronous=NORMAL: every event is its own commit, visible to other readers at
         # once and safe from a SIGKILL of this process; only a power cut can lose the last commits.
         self.db.execute("pragma synchronous = normal")
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self._open_schema()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One write transaction that takes the write lock at its start (``BEGIN IMMEDIATE``,
+        waiting up to the busy timeout for another process's), under ``self.lock`` (the threads of
+        a run share one connection); nested, it joins the outer one. A deferred transaction that
+        read first (the next event's number, a table's columns) and then wrote failed at once
+        with "database is locked" whenever another process was writing: SQLite does not wait
+        there, as waiting could deadlock. Two hunts on one store did that within seconds."""
+        with self.lock:
+            conn = self.db.conn
+            if conn.in_transaction:
+                yield self.db
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def _open_schema(self) -> None:
         """Two processes that open a new store at once (a hunt and a ``sleuth runs`` polling it)
@@ -333,13 +358,11 @@ class Store:
     @_writes
     def start_run(self, run_id: str, kind: str = "hunt", **fields: Any) -> None:
         row = {"id": run_id, "kind": kind, "started": time.time(), "status": "running", **redact(fields)}
-        with self.lock:
-            self.db["runs"].upsert(row, pk="id", alter=True)
+        self.db["runs"].upsert(row, pk="id", alter=True)
 
     @_writes
     def update_run(self, run_id: str, **fields: Any) -> None:
-        with self.lock:
-            self.db["runs"].update(run_id, redact(fields), alter=True)
+        self.db["runs"].update(run_id, redact(fields), alter=True)
 
     def event(
         self,
@@ -359,71 +382,66 @@ class Store:
     def events_batch(self, run_id: str, events: list[dict]) -> int:
         """Many events in one commit (imports, replays stored in bulk): each a dict with ``kind``,
         ``text`` and optional ``payload``, ``duration_s``, ``t``. Returns the last seq."""
-        with self.lock, self.db.atomic():
-            row = self.db.execute("select coalesce(max(seq), 0) from events where run = ?", [run_id]).fetchone()
-            seq = int(row[0])
-            rows = []
-            for e in events:
-                if e["kind"] not in EVENT_KINDS:
-                    raise ValueError(f"unknown event kind '{e['kind']}'")
-                seq += 1
-                rows.append(
-                    {
-                        "run": run_id,
-                        "seq": seq,
-                        "t": e.get("t") or time.time(),
-                        "kind": e["kind"],
-                        "text": redact(e["text"]),
-                        "payload": json.dumps(redact(e.get("payload")), default=str),
-                        "duration_s": e.get("duration_s"),
-                    }
-                )
-            cols = ("run", "seq", "t", "kind", "text", "payload", "duration_s")
-            self.db.conn.executemany(  # plain executemany: sqlite-utils' per-row column checks cost ~30%
-                f"insert into events ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
-                [tuple(r[c] for c in cols) for r in rows],
+        row = self.db.execute("select coalesce(max(seq), 0) from events where run = ?", [run_id]).fetchone()
+        seq = int(row[0])
+        rows = []
+        for e in events:
+            if e["kind"] not in EVENT_KINDS:
+                raise ValueError(f"unknown event kind '{e['kind']}'")
+            seq += 1
+            rows.append(
+                {
+                    "run": run_id,
+                    "seq": seq,
+                    "t": e.get("t") or time.time(),
+                    "kind": e["kind"],
+                    "text": redact(e["text"]),
+                    "payload": json.dumps(redact(e.get("payload")), default=str),
+                    "duration_s": e.get("duration_s"),
+                }
             )
+        cols = ("run", "seq", "t", "kind", "text", "payload", "duration_s")
+        self.db.conn.executemany(  # plain executemany: sqlite-utils' per-row column checks cost ~30%
+            f"insert into events ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
+            [tuple(r[c] for c in cols) for r in rows],
+        )
         return seq
 
     @_writes
     def put_measurement(self, run_id: str, m: dict, metric: str) -> None:
-        with self.lock:
-            self.db["measurements"].upsert(
-                {
-                    "run": run_id,
-                    "mid": m["id"],
-                    "label": m["label"],
-                    "ref": m["ref"],
-                    "metric": metric,
-                    "samples": json.dumps(m["samples"]),
-                    "median": m["median"],
-                    "ci_low": m["ci_low"],
-                    "ci_high": m["ci_high"],
-                },
-                pk=("run", "mid"),
-            )
+        self.db["measurements"].upsert(
+            {
+                "run": run_id,
+                "mid": m["id"],
+                "label": m["label"],
+                "ref": m["ref"],
+                "metric": metric,
+                "samples": json.dumps(m["samples"]),
+                "median": m["median"],
+                "ci_low": m["ci_low"],
+                "ci_high": m["ci_high"],
+            },
+            pk=("run", "mid"),
+        )
 
     @_writes
     def put_packages(self, run_id: str, repo: str, host: str | None, dists: dict[str, str], good: bool) -> None:
         """The installed distributions (``{name: version}``) a hunt saw; ``good``: it measured good."""
-        with self.lock:
-            self.db["packages"].upsert(
-                {
-                    "run": run_id,
-                    "taken": time.time(),
-                    "repo": repo,
-                    "host": host or "",
-                    "dists": json.dumps(dists, sort_keys=True),
-                    "good": int(good),
-                },
-                pk="run",
-            )
+        self.db["packages"].upsert(
+            {
+                "run": run_id,
+                "taken": time.time(),
+                "repo": repo,
+                "host": host or "",
+                "dists": json.dumps(dists, sort_keys=True),
+                "good": int(good),
+            },
+            pk="run",
+        )
 
     @_writes
     def mark_packages_good(self, run_id: str) -> None:
-        with self.lock:
-            self.db.execute("update packages set good = 1 where run = ?", [run_id])
-            self.db.conn.commit()
+        self.db.execute("update packages set good = 1 where run = ?", [run_id])
 
     def good_packages(self, repo: str, host: str | None, exclude_run: str) -> dict | None:
         """The newest snapshot of this repo and host from a hunt that measured good (not ``exclude_run``):
@@ -442,22 +460,21 @@ class Store:
 
     @_writes
     def put_hypotheses(self, run_id: str, hypotheses: list[dict]) -> None:
-        with self.lock, self.db.atomic():
-            for h in hypotheses:
-                self.db["hypotheses"].upsert(
-                    {
-                        "run": run_id,
-                        "hid": h["id"],
-                        "category": h["category"],
-                        "statement": redact(h["statement"]),
-                        "test": h["test"],
-                        "status": h["status"],
-                        "reason": redact(h["reason"]),
-                        "evidence": json.dumps(h["evidence"]),
-                        "subject": h.get("subject"),
-                    },
-                    pk=("run", "hid"),
-                )
+        for h in hypotheses:
+            self.db["hypotheses"].upsert(
+                {
+                    "run": run_id,
+                    "hid": h["id"],
+                    "category": h["category"],
+                    "statement": redact(h["statement"]),
+                    "test": h["test"],
+                    "status": h["status"],
+                    "reason": redact(h["reason"]),
+                    "evidence": json.dumps(h["evidence"]),
+                    "subject": h.get("subject"),
+                },
+                pk=("run", "hid"),
+            )
 
     # -- reading -------------------------------------------------------------------------------
     def runs(self, limit: int = 50) -> list[dict]:

@@ -85,15 +85,15 @@ class HuntQueue:
 
     def _put_job(self, **row) -> dict:
         row = {"id": uuid.uuid4().hex[:12], "created": time.time(), "status": "queued", **row}
-        with self.lock:
-            self.store.db["serve_jobs"].insert(row, pk="id", alter=True)
+        with self.lock, self.store.transaction() as db:
+            db["serve_jobs"].insert(row, pk="id", alter=True)
         with self.wake:
             self.wake.notify_all()
         return row
 
     def _update_job(self, job_id: str, **fields) -> None:
-        with self.lock:
-            self.store.db["serve_jobs"].update(job_id, fields, alter=True)
+        with self.lock, self.store.transaction() as db:
+            db["serve_jobs"].update(job_id, fields, alter=True)
 
     def job_for_run(self, run_id: str) -> dict | None:
         jobs = self._jobs("run_id = ?", [run_id])
@@ -147,8 +147,8 @@ class HuntQueue:
                 self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
                 out["action"], out["run_id"] = "queued", run_id
         row["action"], row["run_id"] = out["action"], out["run_id"]
-        with self.lock:
-            self.store.db["serve_alerts"].insert(row, alter=True)
+        with self.lock, self.store.transaction() as db:
+            db["serve_alerts"].insert(row, alter=True)
         return out
 
     def decide(self, run_id: str, approved: bool, reason: str, branch: str | None = None) -> dict:
@@ -257,7 +257,7 @@ class HuntQueue:
     def _next(self) -> dict | None:
         """The oldest queued job that may start now (a retry waits for its ``not_before``)."""
         now = time.time()
-        with self.lock:
+        with self.lock, self.store.transaction():  # taken and marked in one write: no other worker takes it
             queued = (
                 self.store.db["serve_jobs"].rows_where("status = 'queued'", order_by="created")
                 if "serve_jobs" in self.store.db.table_names()
