@@ -55,6 +55,21 @@ def test_the_commits_that_revert_a_commit_are_found_by_their_message(tmp_path):
     assert [c.sha for c in g.reverts_of(slow)] == [undo]
 
 
+def test_a_commit_that_deletes_a_commits_lines_without_saying_so_reverts_it(tmp_path):
+    """No message names it, but it takes the slow line back out: an undo, which a re-land may
+    follow. A commit that moves the line (deletes and adds it) does not undo it."""
+    repo, git = _repo(tmp_path)
+    slow = _commit(repo, git, "COST = 2.0  # walk the tree twice\n", "Fix get_real_name")
+    (repo / "lib.py").write_text("import util\n\nCOST = 2.0  # walk the tree twice\n")
+    git("commit", "-qam", "Blank line")  # moved down a line: still there
+    _touch(repo, git, 2, "tidy")
+    undo = _commit(repo, git, "COST = 1.0\n", "Update README.")
+    g = CliGit(repo)
+    assert [(c.sha, c.by) for c in g.reverts_of(slow)] == [(undo, "lines")]
+    said = _revert(git, undo)  # now one that says so, and deletes the same line too: listed once
+    assert [(c.sha, c.by) for c in g.reverts_of(undo)] == [(said, "message")]
+
+
 # A change reverted and re-landed, and a fix that was itself reverted: the worlds "reland" and
 # "fix_reverted" (tests/worlds.py), replayed from their recordings in the default run
 # (tests/test_recorded.py) and hunted live in the slow step (tests/test_live_worlds.py).

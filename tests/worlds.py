@@ -88,6 +88,24 @@ def _reland(tmp: Path) -> tuple[Path, str, str]:
     return repo, good, reland
 
 
+def _silent_reland(tmp: Path) -> tuple[Path, str, str]:
+    """A slow change taken back out by a commit that says nothing of it (a README update that
+    also restored the old line), then re-landed: no message names the undo."""
+    from tests.test_reland import _commit, _repo, _touch
+
+    repo, git = _repo(tmp)
+    good = git("rev-parse", "HEAD")
+    _commit(repo, git, "COST = 2.0  # walk the tree twice\n", "Fix get_real_name for quoted names")
+    _touch(repo, git, 8, "tidy")  # the bisection's first probe lands in the first slow stretch
+    (repo / "README.md").write_text("Updated.\n")
+    git("add", "README.md")
+    _commit(repo, git, "COST = 1.0\n", "Update README.")
+    _touch(repo, git, 1, "docs")
+    reland = _commit(repo, git, "COST = 2.0  # walk the tree twice\n", "Fix ReDoS in the tokenizer")
+    _touch(repo, git, 1, "more")
+    return repo, good, reland
+
+
 def _fix_reverted(tmp: Path) -> tuple[Path, str, str]:
     from tests.test_reland import _commit, _repo, _revert, _touch
 
@@ -426,6 +444,11 @@ def _each_step_with_its_share(verdict: dict) -> None:
 WORLDS: dict[str, World] = {
     "reland": World(
         _bench(_reland), "a slow change landed, reverted, re-landed reworked: the re-land is named", _undone_once
+    ),
+    "silent_reland": World(
+        _bench(_silent_reland),
+        "a slow change taken back out by a README update that does not say so, then re-landed: the re-land is named",
+        _undone_once,
     ),
     "fix_reverted": World(
         _bench(_fix_reverted), "a slow commit, its revert, the revert reverted: the last is named", _undone_once

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -143,11 +143,30 @@ def _parse_reflog_file(text: str, ref: str) -> list[ReflogEntry]:
     return out
 
 
+def _diff_lines(diff: str, sign: str) -> set[tuple[str, str]]:
+    """(path, stripped line) of every line a unified diff adds (``sign`` "+") or deletes ("-")."""
+    out: set[tuple[str, str]] = set()
+    path = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ ") or line.startswith("--- "):
+            if line.startswith("+++ "):
+                path = line[6:] if line.startswith("+++ b/") else ""
+            elif line.startswith("--- a/"):
+                path = line[6:]  # a deleted file has "+++ /dev/null": its lines are under its old path
+            continue
+        if line.startswith(sign) and path and line[1:].strip():
+            out.add((path, line[1:].strip()))
+    return out
+
+
 class RevertCommit(BaseModel):
-    """A commit that reverts another (by its message)."""
+    """A commit that reverts another: by its message ("This reverts commit SHA"), or by its lines
+    (it deletes at least half of the lines the other added, with no such message: a silent undo,
+    before a re-land)."""
 
     sha: str
     subject: str
+    by: Literal["message", "lines"] = "message"
 
 
 class GitRepo(Protocol):
@@ -310,9 +329,46 @@ class CliGit:
         return paths
 
     def reverts_of(self, sha: str, head: str = "HEAD") -> list[RevertCommit]:
-        """The commits of sha..head whose message says they revert ``sha`` (``git revert``'s
-        "This reverts commit SHA.", the full SHA or an abbreviation), newest first."""
+        """The commits of sha..head that revert ``sha``, newest first: those whose message says so
+        (``git revert``'s "This reverts commit SHA.", the full SHA or an abbreviation), and those
+        that delete at least half of the lines it added without saying so (``undone_by_lines``)."""
         full, tip = self.rev_parse(sha), self.rev_parse(head)
+        said = self._reverts_by_message(full, tip)
+        silent = [c for c in self.undone_by_lines(full, tip) if c.sha not in {r.sha for r in said}]
+        if not silent:
+            return said
+        order = {s: i for i, s in enumerate(self.git("rev-list", f"{full}..{tip}").stdout.split())}
+        return sorted(said + silent, key=lambda c: order.get(c.sha, -1))
+
+    # A line of fewer characters than this (a brace, ``else:``, ``pass``) says nothing of whose it is.
+    UNDO_LINE_MIN = 8
+
+    def undone_by_lines(self, full: str, tip: str) -> list[RevertCommit]:
+        """The commits of full..tip that delete at least half of the lines ``full`` added (each
+        stripped, of ``UNDO_LINE_MIN`` characters or more, in the same files), oldest first: an
+        undo whose message does not say so, which a re-land may follow (a README update that
+        also took a slow change back out)."""
+        added = _diff_lines(self.git("show", "--format=", "-U0", "--no-color", "--no-renames", full).stdout, "+")
+        want = {x for x in added if len(x[1]) >= self.UNDO_LINE_MIN}
+        if not want:
+            return []
+        paths = sorted({path for path, _ in want})
+        out = self.git(
+            "log", "--reverse", "--format=%x1e%H%x00%s", "-p", "-U0", "--no-color", "--no-renames",
+            f"{full}..{tip}", "--", *paths,
+        ).stdout  # fmt: skip
+        found = []
+        for record in out.split("\x1e"):
+            if not record.strip():
+                continue
+            head, _, diff = record.partition("\n")
+            rev, _, subject = head.partition("\x00")
+            gone = _diff_lines(diff, "-") - _diff_lines(diff, "+")  # lines moved within it are not gone
+            if 2 * len(want & gone) >= len(want):
+                found.append(RevertCommit(sha=rev, subject=subject, by="lines"))
+        return found
+
+    def _reverts_by_message(self, full: str, tip: str) -> list[RevertCommit]:
         out = self.git(
             "log", "--format=%H%x00%s%x00%B%x1e", "-F", f"--grep=This reverts commit {full[:7]}", f"{full}..{tip}"
         ).stdout

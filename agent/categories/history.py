@@ -169,8 +169,9 @@ MAX_UNDONE = 3
 
 def at_head(hunt: Hunt, rt: Runtime, h: Hypothesis, parents: dict, res: BisectResult) -> tuple[dict, BisectResult]:
     """The named culprit must be the cause at HEAD, not a step that history later undid. A later
-    commit whose message reverts it ("This reverts commit SHA") undid its step there: that revert
-    is measured against HEAD (a fresh A/B); when it is better, the slowness at HEAD came back after
+    commit that reverts it, by its message ("This reverts commit SHA") or by deleting at least
+    half of the lines it added without saying so, may have undone its step: that revert is
+    measured against HEAD (a fresh A/B); when it is better, the slowness at HEAD came back after
     it (a re-land, a revert of the revert, another change) and revert..HEAD is bisected in turn.
     The undone step is kept as history on the hunt (``undone``), said in the verdict, never named
     as the cause. A revert that measures like HEAD did not undo the slowness: the culprit stands."""
@@ -201,8 +202,9 @@ def at_head(hunt: Hunt, rt: Runtime, h: Hypothesis, parents: dict, res: BisectRe
                 "numbers": numbers,
             }
         )
+        silently = " (it deletes the lines it added; its message does not say so)" if undo.get("by") == "lines" else ""
         said = (
-            f'{culprit[:10]} "{subject}" was undone by {undo["sha"][:10]} "{undo["subject"]}" ({numbers}): '
+            f'{culprit[:10]} "{subject}" was undone by {undo["sha"][:10]} "{undo["subject"]}"{silently} ({numbers}): '
             f"history, not the cause at HEAD; bisecting {undo['sha'][:10]}..HEAD"
         )
         h.reason += f"; {said}"
