@@ -22,7 +22,7 @@ import re
 from functools import cache
 
 from agent import categories, multiple, residual
-from agent.categories import broken, dependencies, history
+from agent.categories import broken, dependencies, environment, history
 from agent.experiments import record_outcome, set_verdict
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
@@ -210,7 +210,12 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         # The known-good ref measures like HEAD here: whatever the alert saw is not in the code,
         # the environment the launch sees, the patches or the flags.
         if hunt.regression.get("delta_pct") is not None and not _alert_within_noise(hunt):
-            _external(hunt, alike)  # a drop beyond noise, and beyond the alert number's own noise
+            # A drop beyond noise, and beyond the alert number's own noise: first a variable the
+            # tuning prefixes do not name, measured, before "outside the repository".
+            if _allowed(hunt, environment.NAME) and environment.rest(hunt, rt):
+                localize(hunt, rt)  # named as any supported variable is
+                return
+            _external(hunt, alike)
             return
         hunt.root_kind, hunt.status = "none", "concluded"
         r = hunt.regression
@@ -263,6 +268,12 @@ def _bisection_stopped(hunt: Hunt, rt: Runtime, sup: list[Hypothesis], why: str)
     for h in sup:
         h.reason += f"; {stopped}"
     rt.say(hunt, "localize", stopped)
+
+
+def _allowed(hunt: Hunt, category: str) -> bool:
+    """Does the hunt's policy test this category? (``bisect-only`` tests the history alone.)"""
+    policy = _policies().get(hunt.policy)
+    return policy is None or policy.only is None or category in policy.only
 
 
 def _alert_within_noise(hunt: Hunt) -> bool:

@@ -106,6 +106,42 @@ def _silent_reland(tmp: Path) -> tuple[Path, str, str]:
     return repo, good, reland
 
 
+def _env_outside_prefixes(tmp: Path, db: Path) -> tuple[dict, dict]:
+    """The benchmark runs 1.6x slower when ``MYLIB_DEBUG=1``, a program's own switch no tuning
+    prefix names; it is set for the hunt, and the alert's good value (1.0) was taken without it.
+    No commit changes the speed (the known-good commit measures like HEAD)."""
+    import os
+
+    from tests.conftest import bench_repo
+
+    bench = (
+        "import os, random, lib\n"
+        "slow = 1.6 if os.environ.get('MYLIB_DEBUG') == '1' else 1.0\n"
+        "print(lib.COST * slow * random.gauss(1, 0.005))\n"
+    )
+    repo, git, good = bench_repo(tmp / "proj", bench)
+    for i in range(6):
+        (repo / f"notes{i}.txt").write_text(f"{i}\n")
+        git("add", ".")
+        git("commit", "-qm", f"notes {i}")
+    before = os.environ.get("MYLIB_DEBUG")
+    os.environ["MYLIB_DEBUG"] = "1"
+    try:
+        verdict = hunt_bench(repo, good, db, "--good-value", "1.0")
+    finally:
+        if before is None:
+            os.environ.pop("MYLIB_DEBUG", None)
+        else:
+            os.environ["MYLIB_DEBUG"] = before
+    return verdict, {"kind": "env", "ref": "MYLIB_DEBUG"}
+
+
+def _unset_proposed(verdict: dict) -> None:
+    assert verdict["proposed_action"]["kind"] == "unset" and verdict["proposed_action"]["ref"] == "MYLIB_DEBUG"
+    group = next(h for h in verdict["hypotheses"] if h["statement"].startswith("a variable in"))
+    assert group["status"] == "supported" and "beyond the tuning prefixes" in group["statement"]
+
+
 def _fix_reverted(tmp: Path) -> tuple[Path, str, str]:
     from tests.test_reland import _commit, _repo, _revert, _touch
 
@@ -449,6 +485,12 @@ WORLDS: dict[str, World] = {
         _bench(_silent_reland),
         "a slow change taken back out by a README update that does not say so, then re-landed: the re-land is named",
         _undone_once,
+    ),
+    "env_outside_prefixes": World(
+        _env_outside_prefixes,
+        "a program's own switch (MYLIB_DEBUG=1) no tuning prefix names, and no commit: the rest of the "
+        "environment blanked gives the speed back, and halving names the variable",
+        _unset_proposed,
     ),
     "fix_reverted": World(
         _bench(_fix_reverted), "a slow commit, its revert, the revert reverted: the last is named", _undone_once

@@ -9,6 +9,7 @@ tree with the variables blanked; localized one variable at a time (Bonferroni). 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 
 from agent import joint
@@ -62,7 +63,7 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
     for var in tuning_vars(env):
         add(
             NAME,
-            f"{var}={env[var]} in the server's environment slows it",
+            f"{var}={env[var]} in {where(hunt)} environment slows it",
             "A/B: the working tree with the tuning variables blanked vs as they are",
             var,
         )
@@ -209,10 +210,92 @@ def _localize_env(hunt: Hunt, rt: Runtime, group: list[Hypothesis], now: Measure
             h.status, h.reason, h.evidence = "refuted", fmt(cmp, now, one, hunt.target.metric), [now.id, one.id]
 
 
+# What a shell, a login or a scheduler sets, which no program reads as a speed knob: kept as they are
+# when the rest of the environment is blanked (with every variable holding a path: where things
+# are, not how they run; and credentials, which are no knob and without which a launch may fail).
+KEPT_ENV = {
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TMP", "TEMP",
+    "PWD", "OLDPWD", "HOSTNAME", "SHLVL", "_", "MAIL", "TZ", "DISPLAY", "COLUMNS", "LINES", "EDITOR",
+    "VISUAL", "PAGER", "LS_COLORS", "COLORTERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "HISTSIZE",
+    "HISTFILESIZE", "HISTCONTROL",
+}  # fmt: skip
+KEPT_PREFIXES = ("LC_", "SSH_", "XDG_", "DBUS_", "SLEUTH_")
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL", re.I)
+
+
+def other_vars(env: dict[str, str]) -> list[str]:
+    """The variables beyond the tuning prefixes that could be a knob: not what a shell or login
+    sets, not a path, not a credential (a program's own switch: ``MYLIB_DEBUG=1``,
+    ``PYTHONMALLOC=debug``)."""
+    tuning = set(tuning_vars(env))
+    return sorted(
+        k
+        for k, v in env.items()
+        if k not in tuning
+        and k not in KEPT_ENV
+        and k not in NOT_TUNING
+        and not k.startswith(KEPT_PREFIXES)
+        and not SECRET_NAME.search(k)
+        and "/" not in v
+    )
+
+
+def where(hunt: Hunt) -> str:
+    """Whose environment a variable is in: the benchmark command's, or the server's."""
+    return "the benchmark's" if hunt.target.command else "the server's"
+
+
+def rest(hunt: Hunt, rt: Runtime) -> bool:
+    """A drop that nothing in the repository explains (the known-good commit measures like HEAD,
+    every tuning variable refuted) may still be a variable the tuning prefixes do not name: a
+    program's own switch (``MYLIB_DEBUG=1``), ``PYTHONMALLOC``, ``PYTHONDEVMODE``. Suspected only
+    now, on that measured drop, and tested by one A/B: now vs the working tree with every such
+    variable blanked. Where that gives the speed back, one variable is found by halving them
+    (``joint.localize``) and named as any tuning variable is; returns whether it was."""
+    env = launch_env(hunt, rt)
+    names = other_vars(env)
+    if not names:
+        return False
+    listed = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    group = Hypothesis(
+        id=f"h{len(hunt.hypotheses) + 1}",
+        category=NAME,
+        statement=f"a variable in {where(hunt)} environment beyond the tuning prefixes slows it ({listed})",
+        test="A/B: the working tree with those variables blanked vs as they are",
+    )
+    hunt.hypotheses.append(group)
+    rt.say(hunt, "hypothesis", f"{group.id} [{NAME}] {group.statement} - test: {group.test}")
+    now = hunt.get(hunt.reproduced)  # type: ignore[arg-type]
+    blanked = rt.planned(hunt, "env-rest-blanked", "WORKTREE", env=dict.fromkeys(names, ""))
+    cmp, now, blanked = ab(hunt, rt, now, blanked, "now", "env-rest-blanked", better="b")
+    text = fmt(cmp, now, blanked, hunt.target.metric)
+    if not explains(hunt, cmp, blanked, now):
+        set_verdict([group], "refuted", f"{len(names)} variable(s) blanked: {text}", [now.id, blanked.id])
+        rt.say(hunt, "verdict", f"{group.id} refuted: {group.reason}")
+        return False
+    set_verdict(
+        [group], "supported", f"{len(names)} variable(s) blanked give the speed back: {text}", [now.id, blanked.id]
+    )
+    rt.say(hunt, "verdict", f"{group.id} supported: {group.reason}")
+    each = []
+    for var in names:
+        h = Hypothesis(
+            id=f"h{len(hunt.hypotheses) + 1}",
+            category=NAME,
+            statement=f"{var}={env[var]} in {where(hunt)} environment slows it",
+            test="localization: the variables halved between the two ends of that A/B",
+            subject=var,
+        )
+        hunt.hypotheses.append(h)
+        each.append(h)
+    joint.localize(hunt, rt, each, [], now, blanked)
+    return True
+
+
 def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
-    named = [h for h in sup if h.category == NAME]
+    named = [h for h in sup if h.category == NAME and h.subject]
     hunt.root_kind, hunt.root_ref, hunt.root_summary = "env", named[0].subject, named[0].statement
 
 
 def action(hunt: Hunt) -> Action:
-    return Action(kind="unset", ref=hunt.root_ref, detail=f"remove {hunt.root_ref} from the server's environment")
+    return Action(kind="unset", ref=hunt.root_ref, detail=f"remove {hunt.root_ref} from {where(hunt)} environment")
