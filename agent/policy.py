@@ -225,9 +225,10 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             if r.get("delta_pct") is not None
             else ""
         )
+        seen = "the alert" if hunt.target.summary else "the slowdown you saw"
         hunt.root_summary = (
             f"no regression between the known-good ref and now on this machine ({alike.reason}){within}; "
-            "every hypothesis refuted. If the alert is real, look outside the repo: packages, driver, machine"
+            f"every hypothesis refuted. If {seen} is real, look outside the repo: packages, driver, machine"
         )
         return
     if not sup:

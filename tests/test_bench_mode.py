@@ -81,3 +81,14 @@ def test_an_inconclusive_hunt_names_the_budget_that_left_its_ab_undecided():
         hunt.error
         == "undecided within the budget: h1 still unknown after 160 + 160 samples: the A/B's cap of 160 samples a side"
     )
+
+
+def test_a_flat_history_is_no_regression_and_speaks_of_no_alert(tmp_path):
+    """No slowdown between the known-good commit and HEAD: `none`, no suspect invented, and with
+    no alert given the summary does not speak of one."""
+    from tests.conftest import hunt_bench, one_slow_commit
+
+    repo, good, slow = one_slow_commit(tmp_path / "flat", 6, 2)
+    v = hunt_bench(repo, slow, tmp_path / "r.db")  # from the slow commit on, every commit is as slow
+    assert v["root_cause"]["kind"] == "none" and v["culprits"] == [], v["root_cause"]
+    assert "If the slowdown you saw is real" in v["summary"] and "alert" not in v["summary"]
