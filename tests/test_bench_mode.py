@@ -88,7 +88,7 @@ def test_a_flat_history_is_no_regression_and_speaks_of_no_alert(tmp_path):
     no alert given the summary does not speak of one."""
     from tests.conftest import hunt_bench, one_slow_commit
 
-    repo, good, slow = one_slow_commit(tmp_path / "flat", 6, 2)
+    repo, _good, slow = one_slow_commit(tmp_path / "flat", 6, 2)
     v = hunt_bench(repo, slow, tmp_path / "r.db")  # from the slow commit on, every commit is as slow
     assert v["root_cause"]["kind"] == "none" and v["culprits"] == [], v["root_cause"]
     assert "If the slowdown you saw is real" in v["summary"] and "alert" not in v["summary"]
