@@ -129,6 +129,9 @@ class Hunter:
                 raise  # the replay's finding, not the hunt's failure
             except BudgetExhausted as exc:
                 hunt.status, hunt.error = "inconclusive", str(exc)
+                # The run's one line (``sleuth runs``, the service's list) says which budget stopped
+                # it, where it said nothing.
+                hunt.root_summary = hunt.root_summary or f"stopped: {exc}"
                 rt.say(hunt, "budget", str(exc))
             except Exception as exc:
                 store_down = unavailable(exc, self.store.path)

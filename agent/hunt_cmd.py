@@ -307,7 +307,12 @@ def hunt_cmd(
     wheelhouse: Annotated[
         str | None, typer.Option(help="directory of wheels on the host with the previous versions, tried in an overlay")
     ] = None,
-    max_probes: Annotated[int, typer.Option(min=1)] = 20,
+    max_probes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="states measured: the reproduction and each A/B side count, then each bisection probe"
+        ),
+    ] = 20,
     max_wall: Annotated[float, typer.Option(min=0.001, help="wall-time budget, seconds")] = 1800.0,
     samples: Annotated[int, typer.Option(min=3)] = 5,
     yes: Annotated[bool, typer.Option("--yes", help="approve the proposed action")] = False,

@@ -4,13 +4,15 @@ until it is decided or its stated cap is reached."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 from agent.experiments import BENCH_AB_MAX_SAMPLES, further_rounds
 from agent.state import Hunt, Target
-from tests.conftest import bench_repo, hunt_bench
+from tests.conftest import bench_repo, hunt_bench, sleuth_in_process
 
 # +-25 % per sample (log-normal), as an import-time benchmark on a busy machine. The n-th sample of
 # a hunt draws the n-th number of a seeded sequence (a counter file beside the repository), so the
@@ -86,9 +88,33 @@ def test_an_inconclusive_hunt_names_the_budget_that_left_its_ab_undecided():
 def test_a_flat_history_is_no_regression_and_speaks_of_no_alert(tmp_path):
     """No slowdown between the known-good commit and HEAD: `none`, no suspect invented, and with
     no alert given the summary does not speak of one."""
-    from tests.conftest import hunt_bench, one_slow_commit
+    from tests.conftest import one_slow_commit
 
     repo, _good, slow = one_slow_commit(tmp_path / "flat", 6, 2)
     v = hunt_bench(repo, slow, tmp_path / "r.db")  # from the slow commit on, every commit is as slow
     assert v["root_cause"]["kind"] == "none" and v["culprits"] == [], v["root_cause"]
     assert "If the slowdown you saw is real" in v["summary"] and "alert" not in v["summary"]
+
+
+def test_a_budget_that_stops_the_bisection_keeps_what_it_learned(tmp_path):
+    """--max-probes 5 (the reproduction and the history A/B's two sides count): the bisection
+    gets three probes of 24 commits. The hunt is inconclusive and says which budget stopped it,
+    and its run line, its error and its Numbers keep what the probes showed: the range narrowed
+    to a few commits that hold the slow one. They said only the budget, and the probes were lost."""
+    from tests.test_reland import _commit, _repo, _touch
+
+    repo, git = _repo(tmp_path)
+    good = git("rev-parse", "HEAD")
+    _touch(repo, git, 16, "tidy")
+    slow = _commit(repo, git, "COST = 2.0\n", "slower")
+    _touch(repo, git, 7, "more")
+    v = hunt_bench(repo, good, tmp_path / "r.db", "--max-probes", "5")
+    assert v["status"] == "inconclusive", v["summary"]
+    narrowed = r"probe budget of 5 exhausted; the bisection had narrowed 24 commits to (\d+) \((\w+)\.\.(\w+)\)"
+    said = re.search(narrowed, v["error"])
+    assert said and int(said.group(1)) < 24 and v["summary"] == f"stopped: {v['error']}", v["error"]
+    left = git("rev-list", f"{said.group(2)}~..{said.group(3)}").split()
+    assert slow in left and len(left) == int(said.group(1))
+    runs = json.loads(sleuth_in_process("runs", "--db", tmp_path / "r.db", "--json").stdout)
+    probes = json.loads(sleuth_in_process("show", runs[0]["id"], "--db", tmp_path / "r.db", "--json").stdout)
+    assert sum(m["label"].startswith("bisect ") for m in probes["measurements"]) == 3

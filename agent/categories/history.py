@@ -22,9 +22,9 @@ from agent.experiments import (
     verdict_of,
 )
 from agent.multiple import EXPLAINED_PCT, share
-from agent.runtime import Runtime
+from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
-from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect
+from tools.bisect import BisectConfig, BisectResult, CommitGraph, ProbeError, ProbeRecord, bisect
 from tools.git import revert_branch
 from tools.measure import StateFailure
 from tools.stats import compare
@@ -108,26 +108,59 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     # reverted) proves the same thing more directly. After a failed confirmation the second
     # bisection verifies each culprit against its parent with more samples.
     seen: dict[str, list[float]] = {}
-    res = bisect(
-        parents,
-        good,
-        head,
-        rt.probe_fn(hunt, seen),
-        BisectConfig.for_probes(
-            bool(hunt.target.command),
-            higher_is_better=hunt.target.higher_is_better,
-            verify=bool(hunt.rejected_culprits),
-            known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
-            no_ops=no_ops,
-            ref_growth=ref_growth(hunt, rt),
-        ),
-    )
+    records: list[ProbeRecord] = []
+    try:
+        res = bisect(
+            parents,
+            good,
+            head,
+            rt.probe_fn(hunt, seen),
+            BisectConfig.for_probes(
+                bool(hunt.target.command),
+                higher_is_better=hunt.target.higher_is_better,
+                verify=bool(hunt.rejected_culprits),
+                known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
+                no_ops=no_ops,
+                ref_growth=ref_growth(hunt, rt),
+            ),
+            on_record=records.append,
+        )
+    except BudgetExhausted as exc:
+        # What the bisection learned before the budget ran out is the hunt's to keep: its probes
+        # in the Numbers, and the range it had narrowed to in the line that says why it stopped.
+        _keep_probes(hunt, rt, seen)
+        left = narrowed(parents, head, no_ops, records)
+        if not left or len(left) == len(parents):
+            raise
+        ends = f"{left[-1][:10]}..{left[0][:10]}" if len(left) > 1 else left[0][:10]
+        raise BudgetExhausted(
+            f"{exc}; the bisection had narrowed {len(parents)} commits to {len(left)} ({ends})"
+        ) from exc
+    _keep_probes(hunt, rt, seen)
+    hunt.culprits = [c.sha for c in res.culprits]
+    return parents, res
+
+
+def _keep_probes(hunt: Hunt, rt: Runtime, seen: dict[str, list[float]]) -> None:
+    """Each probed commit's samples as a measurement of its own (the Numbers, the plot)."""
     known = {m.ref for m in hunt.measurements}
     for sha, got in seen.items():
         if sha not in known:
             rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
-    hunt.culprits = [c.sha for c in res.culprits]
-    return parents, res
+
+
+def narrowed(parents: dict[str, list[str]], head: str, no_ops: list[str], records: list[ProbeRecord]) -> list[str]:
+    """The commits a bisection's decided probes leave as suspects (newest first), as its search
+    prunes them: a good probe clears itself and its ancestors, a bad one everything after it."""
+    graph = CommitGraph(parents, frozenset(no_ops))
+    cand = graph.anc[head]
+    for r in records:
+        if r.verdict == "good" and r.sha in graph.index:
+            cand &= ~graph.anc[r.sha]
+    for r in records:
+        if r.verdict == "bad" and r.sha in graph.index and cand >> graph.index[r.sha] & 1:
+            cand &= graph.anc[r.sha]
+    return graph.members(cand & graph.live)
 
 
 def _prune(hunt: Hunt, rt: Runtime, good: str, head: str, parents: dict[str, list[str]]) -> list[str]:
