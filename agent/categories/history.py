@@ -132,7 +132,7 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         left = narrowed(parents, head, no_ops, records)
         if not left or len(left) == len(parents):
             raise
-        ends = f"{left[-1][:10]}..{left[0][:10]}" if len(left) > 1 else left[0][:10]
+        ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
         raise BudgetExhausted(
             f"{exc}; the bisection had narrowed {len(parents)} commits to {len(left)} ({ends})"
         ) from exc
