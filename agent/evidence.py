@@ -124,6 +124,46 @@ def _differ(end: list[float], probe: list[float]) -> bool:
     return gap > 3 * sd * float(np.sqrt(1 / a.size + 1 / b.size))
 
 
+# One state measured twice this far apart (and beyond its noise) says the machine changed speed
+# between the two: at least this many percent, or a quarter of the drop being hunted.
+DRIFT_PCT = 5.0
+
+
+def drifted(hunt: Hunt) -> str | None:
+    """Did the machine change speed during the hunt? One state (the same commit, launch and
+    environment, measured twice: "now" and "HEAD" of a clean tree, HEAD in two A/Bs) whose first
+    and last measurements differ beyond their noise (a rank test, p <= 0.01) by at least
+    ``DRIFT_PCT`` or a quarter of the drop: then numbers taken at different times are not
+    comparable, and the report says so (a loaded machine's hunt showed now 98.5 and HEAD 167.3
+    for one state, side by side, without a word)."""
+    from tools.stats import compare
+
+    states: dict[tuple, list] = {}
+    for m in hunt.measurements:
+        if len(m.samples) >= 3:
+            states.setdefault((m.ref, tuple(sorted(m.env.items())), m.launch), []).append(m)
+    floor = max(DRIFT_PCT, abs(hunt.regression.get("delta_pct") or 0.0) / 4)
+    worst = None
+    for ms in states.values():
+        first, last = ms[0], ms[-1]
+        if first is last or not first.median:
+            continue
+        pct = (last.median - first.median) / abs(first.median) * 100
+        if abs(pct) < floor or (worst is not None and abs(pct) <= abs(worst[0])):
+            continue
+        cmp = compare(first.samples, last.samples, alpha=0.01, interval=False)
+        if cmp.verdict == "different":
+            worst = (pct, first, last, cmp.p_value)
+    if worst is None:
+        return None
+    pct, first, last, p = worst
+    return (
+        f"the machine's speed changed during the hunt: one state ({first.ref[:10]}) measured "
+        f"{first.median:.4g} as {first.label} and {last.median:.4g} as {last.label} ({pct:+.1f}%, p={p:.2g}); "
+        "numbers taken at different times are not comparable"
+    )
+
+
 def sentence(hunt: Hunt) -> str:
     """One line for the report: strength, corrected p, and the shape with its steps."""
     parts = []

@@ -198,6 +198,16 @@ def pruned_said(hunt: Hunt) -> str:
     return f"Commits not bisected: {len(hunt.pruned)} ({why}); the verdict's `pruned` lists them"
 
 
+def confirmation_what(hunt: Hunt) -> str:
+    """What a commit's confirmation A/B compared: HEAD against HEAD with it reverted, or, where
+    that revert conflicts or cannot be measured, its parent against it (then its text says why)."""
+    if hunt.root_kind != "commit" or hunt.confirmation.get("untestable"):
+        return ""
+    if hunt.confirmation.get("conflict"):
+        return " (the culprit's parent vs the culprit)"
+    return " (HEAD vs HEAD with the culprit reverted)"
+
+
 def pruned_files(p: dict) -> str:
     """A pruned commit's files, the first four."""
     return ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else "")
@@ -226,10 +236,11 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     else:
         lines.append(hunt.root_summary or hunt.error or "not found")
     if hunt.confirmation.get("text"):
-        what = " (HEAD vs HEAD with the culprit reverted)" if hunt.root_kind == "commit" else ""
-        lines += ["", f"Confirmation A/B{what}: {hunt.confirmation['text']}"]
+        lines += ["", f"Confirmation A/B{confirmation_what(hunt)}: {hunt.confirmation['text']}"]
     if said := evidence.sentence(hunt):
         lines += ["", said]
+    if drift := evidence.drifted(hunt):
+        lines += ["", f"**Caution:** {drift}."]
     plan = hunt.confirmation.get("plan") or {}
     if hunt.root_kind == "commit" and plan.get("stat"):
         lines += ["", "Files of the culprit (`git show --stat`, as reverted):", ""]

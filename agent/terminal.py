@@ -11,8 +11,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from agent import evidence
 from agent.grouped import for_screen, group_hypotheses
-from agent.report import asks_for_decision, cost_said, pruned_said, screen_number_rows
+from agent.report import asks_for_decision, confirmation_what, cost_said, pruned_said, screen_number_rows
 from agent.state import Hunt
 
 STATUS_STYLE = {
@@ -57,8 +58,11 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     else:
         root.append(hunt.root_summary or hunt.error or "not found")
     if hunt.confirmation.get("text"):
-        root.append("\nConfirmation A/B: ", style="bold")
+        root.append(f"\nConfirmation A/B{confirmation_what(hunt)}: ", style="bold")
         root.append(hunt.confirmation["text"])
+    if drift := evidence.drifted(hunt):
+        root.append("\nCaution: ", style="bold yellow")
+        root.append(drift)
     parts.append(Panel(root, title="Root cause", title_align="left"))
 
     numbers = Table(title="Numbers", title_justify="left", show_edge=False)

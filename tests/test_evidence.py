@@ -91,3 +91,33 @@ def test_a_step_given_back_is_claimed_only_where_the_culprits_samples_differ_fro
     assert given_back(hunt([129.0, 141.0, 228.0, 250.0, 280.0])) is None
     said = given_back(hunt([226.0, 227.0, 228.0, 229.0, 230.0]))
     assert said is not None and "gave back 75% of it" in said
+
+
+def test_one_state_measured_apart_in_time_beyond_its_noise_is_a_machine_that_changed_speed():
+    """A loaded machine's hunt showed now 98.5 and HEAD 167.3 for one clean tree, side by side, and
+    said nothing: the report now cautions that numbers taken at different times do not compare."""
+    from agent.evidence import drifted
+
+    h = Hunt(run_id="r", target=Target(repo="/r", higher_is_better=False))
+    now, head = _m(SHAS[7], 98.5, 6), _m(SHAS[7], 167.3, 6)
+    now.label, head.label = "now", "HEAD"
+    now.samples = [97.0, 98.0, 98.5, 99.0, 98.2, 99.5]
+    head.samples = [160.0, 165.0, 167.3, 170.0, 168.0, 166.0]
+    h.measurements = [now, _m(SHAS[0], 90.0), head]
+    said = drifted(h)
+    assert said and "measured 98.5 as now and 167.3 as HEAD (+69.8%" in said
+    head.samples = [97.5, 98.1, 98.9, 99.2, 98.0, 98.6]  # the same state alike twice: nothing to say
+    head.median = 98.55
+    assert drifted(h) is None
+
+
+def test_a_confirmation_against_the_parent_is_not_headed_as_a_revert_at_head():
+    """Where the revert conflicts, the A/B is the culprit's parent against it: the report said
+    "HEAD vs HEAD with the culprit reverted" over it."""
+    from agent.report import confirmation_what
+
+    h = _hunt({0: 100, 4: 80, 7: 80}, [4], root_kind="commit", root_ref=SHAS[4])
+    h.confirmation = {"ok": True, "text": "the revert conflicts in lib.py; instead: ...", "conflict": True}
+    assert confirmation_what(h) == " (the culprit's parent vs the culprit)"
+    h.confirmation = {"ok": True, "text": "HEAD 80 vs HEAD+revert 100 ..."}
+    assert confirmation_what(h) == " (HEAD vs HEAD with the culprit reverted)"
