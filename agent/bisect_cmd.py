@@ -160,7 +160,7 @@ def bisect_cmd(
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
-    if not json_out and (said := off_the_line(git, good, bad)):
+    if said := off_the_line(git, good, bad):  # on stderr, with --json too
         console.print(f"[yellow]warning:[/yellow] {escape(said)}", soft_wrap=True)
     chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
     if chosen.warning and not json_out:

@@ -408,7 +408,13 @@ def hunt_cmd(
     try:
         git = open_repo(target.repo, h)
         if target.good_ref:
-            git.rev_parse(target.good_ref)
+            good_sha = git.rev_parse(target.good_ref)
+            if good_sha == git.rev_parse("HEAD") and not target.good_value and git.status().clean:
+                # Nothing differs between the two ends: no commit, no patch, no number to reach.
+                bad_input(
+                    f"--good: {target.good_ref} is HEAD itself and the working tree is clean: nothing to compare "
+                    "(give a commit from before the slowdown, or --good-value, the number it used to give)"
+                )
             warnings.append(off_the_line(git, target.good_ref, "HEAD") or "")
     except HostError as exc:
         bad_input(f"--host {host}: {exc}")
@@ -418,7 +424,7 @@ def hunt_cmd(
         if git is not None:
             git.close()
         h.close()
-    for said in filter(None, warnings if not json_out else []):
+    for said in filter(None, warnings):  # on stderr: stdout stays the report or the JSON
         console.print(f"[yellow]warning:[/yellow] {escape(said)}", soft_wrap=True, highlight=False)
     run_hunt(
         target,

@@ -642,6 +642,19 @@ def test_a_repo_path_inside_a_repository_names_the_repository(tiny, tmp_path):
     assert proc.stderr.strip() == f"error: --repo: {repo / 'src'} is a folder inside the repository {repo}: give that"
 
 
+def test_good_head_with_a_clean_tree_and_no_good_value_is_bad_input(tiny, tmp_path):
+    """Nothing differs between the two ends: it ran a hunt that compared HEAD with itself (p=1) and
+    said "none". With uncommitted work (the patch is then the suspect) it is a hunt."""
+    repo, _good = tiny
+    args = ["hunt", "--repo", repo, "--good", "HEAD", "--bench", "python3 bench.py", "--lower-is-better"]
+    proc = sleuth_in_process(*args, "--db", tmp_path / "r.db")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --good: HEAD is HEAD itself"), proc.stderr
+    assert not (tmp_path / "r.db").exists()
+    (repo / "lib.py").write_text("COST = 3.0\n")  # uncommitted and slower: HEAD is now the good end
+    v = json.loads(sleuth_in_process(*args, "--db", tmp_path / "r.db", "--json").stdout)
+    assert v["root_cause"]["kind"] == "uncommitted", v["summary"]
+
+
 def test_a_fractional_wall_budget_is_named_as_given(tiny, tmp_path):
     repo, good = tiny
     proc = sleuth_in_process(
