@@ -237,7 +237,9 @@ class Hunter:
             rt.say(hunt, "verify", f"after the revert: not re-measured ({why})")
             return
         now = hunt.get(hunt.reproduced) if hunt.reproduced else None
-        good = hunt.target.good_value
+        # The drop's good end: the alert's value, or else the known-good commit as measured here.
+        known = next((m for m in reversed(hunt.measurements) if m.label == "good-candidate"), None)
+        good = hunt.target.good_value or (known.median if known else None)
         rec = None
         if now and good and good != now.median:
             rec = (after.median - now.median) / (good - now.median) * 100

@@ -118,3 +118,14 @@ def test_a_budget_that_stops_the_bisection_keeps_what_it_learned(tmp_path):
     runs = json.loads(sleuth_in_process("runs", "--db", tmp_path / "r.db", "--json").stdout)
     probes = json.loads(sleuth_in_process("show", runs[0]["id"], "--db", tmp_path / "r.db", "--json").stdout)
     assert sum(m["label"].startswith("bisect ") for m in probes["measurements"]) == 3
+
+
+def test_an_approved_revert_says_how_much_of_the_drop_it_recovered_without_an_alert(tmp_path):
+    """No --good-value: the drop's good end is the known-good commit as the hunt measured it (the
+    re-measure after the revert printed no share of the drop at all)."""
+    from tests.conftest import one_slow_commit
+
+    repo, good, _slow = one_slow_commit(tmp_path / "p", 6, 3)
+    v = hunt_bench(repo, good, tmp_path / "r.db", "--yes")
+    assert v["proposed_action"]["status"] == "applied", v["proposed_action"]
+    assert 80 < v["after"]["recovered_pct_of_drop"] < 120, v["after"]
