@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agent.cli import app, bad_input, db_path, out, print_json
-from transcripts.exports import to_atif, to_openai_messages
+from transcripts.exports import framed, to_atif, to_openai_messages
 from transcripts.imports import FORMATS, BadRecord, read_session
 from transcripts.imports.save import save
 from transcripts.store import Store
@@ -86,6 +86,7 @@ def export_cmd(
         events = store.events(run_id)
     finally:
         store.close()
+    events = framed(run, events)  # a hunt opened by its task and closed by its verdict
     doc = to_openai_messages(events) if fmt == "openai-messages" else to_atif(run, events)
     if output is not None:
         output.write_text(json.dumps(doc, indent=2, default=str) + "\n")

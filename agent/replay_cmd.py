@@ -28,8 +28,10 @@ def replay(
     json_out: Annotated[bool, typer.Option("--json")] = False,
     db: Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")] = None,
 ) -> None:
-    """Re-execute a recorded run from its recording: `identical`, or the first divergence (exit 1).
-    With --policy/--model: another policy or model against the recorded world, stored as a new run."""
+    """Re-execute a recorded run from its recording: `identical` (exit 0, whatever the run's own
+    status), or the first divergence (exit 1). With --policy/--model: another policy or model
+    against the recorded world, stored as a new run (exit 1 when that run failed or was
+    inconclusive, as a hunt's)."""
     db = db_path(db, must_exist=True)
     llm = llm_options(policy, model, base_url, allow_shell) if policy is not None else None
     try:
@@ -44,8 +46,10 @@ def replay(
     elif res.mode == "strict" and res.identical:
         out.print(
             f"identical: {res.events} events, {res.served} recorded answers, {res.seconds:.2f} s "
-            f"({res.status}; root cause {res.root_cause})",
+            f"(the run {res.status}; root cause {_said(res.root_cause)})",
             highlight=False,
+            markup=False,
+            soft_wrap=True,
         )
     elif res.mode == "strict":
         d = res.divergence or {}
@@ -55,10 +59,20 @@ def replay(
     else:
         out.print(
             f"replay {res.new_run} of {res.run_id} ({policy or 'methodical'}{'/' + model if model else ''}): "
-            f"{res.status}; root cause {res.root_cause}; {res.served} answers from the recording, {res.live} live, "
-            f"{res.seconds:.1f} s" + (f"\n{res.error}" if res.error else ""),
+            f"{res.status}; root cause {_said(res.root_cause)}; {res.served} answers from the recording, "
+            f"{res.live} live, {res.seconds:.1f} s" + (f"\n{res.error}" if res.error else ""),
             highlight=False,
             markup=False,
+            soft_wrap=True,
         )
-    if (res.mode == "strict" and not res.identical) or res.status in ("failed", "inconclusive"):
+    if res.mode == "strict" and not res.identical:
         raise typer.Exit(1)
+    if res.mode != "strict" and res.status in ("failed", "inconclusive"):
+        raise typer.Exit(1)
+
+
+def _said(root: dict | None) -> str:
+    """A root cause in words (kind and ref), where the dict itself was printed."""
+    if not root or not root.get("kind"):
+        return "none named"
+    return root["kind"] + (f" {str(root['ref'])[:10]}" if root.get("ref") else "")

@@ -271,7 +271,9 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         lines.append("none")
     else:
         lines.append(
-            f"{a.kind} `{a.ref or ''}`: {a.detail} - **{a.status}**"
+            f"{a.kind}"
+            + (f" `{a.ref}`" if a.ref else "")
+            + f": {a.detail} - **{a.status}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
         )
         if approve_hint and asks_for_decision(hunt):
@@ -304,7 +306,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             lines.append(f"| {sha if sha.startswith('...') else f'`{sha}`'} | {files} | {why} |")
     lines += [
         "",
-        f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}); events: {len(hunt.events)}.  ",
+        f"States measured: {hunt.probes} (--max-probes {hunt.budget.max_probes}); events: {len(hunt.events)}.  ",
         f"Cost: {cost_said(hunt)}.",
         "",
         "## Timeline",

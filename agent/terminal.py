@@ -110,6 +110,6 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         parts.append(broken)
     if hunt.pruned:
         parts.append(Text(pruned_said(hunt)))
-    said = f"Probes: {hunt.probes} (budget {hunt.budget.max_probes}). Cost: {cost_said(hunt)}."
+    said = f"States measured: {hunt.probes} (--max-probes {hunt.budget.max_probes}). Cost: {cost_said(hunt)}."
     parts.append(Text(said, style="dim"))
     return Group(*parts)

@@ -118,6 +118,13 @@ def test_a_budget_that_stops_the_bisection_keeps_what_it_learned(tmp_path):
     runs = json.loads(sleuth_in_process("runs", "--db", tmp_path / "r.db", "--json").stdout)
     probes = json.loads(sleuth_in_process("show", runs[0]["id"], "--db", tmp_path / "r.db", "--json").stdout)
     assert sum(m["label"].startswith("bisect ") for m in probes["measurements"]) == 3
+    # Replayed from its recording it is identical: the replay did its work (exit 0), whatever the
+    # run's own status; it exited 1, and printed the root cause as a Python dict.
+    replayed = sleuth_in_process("replay", runs[0]["id"], "--db", tmp_path / "r.db")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert (
+        replayed.stdout.startswith("identical: ") and "(the run inconclusive; root cause none named)" in replayed.stdout
+    )
 
 
 def test_an_approved_revert_says_how_much_of_the_drop_it_recovered_without_an_alert(tmp_path):

@@ -134,9 +134,15 @@ def test_a_hunt_exports_as_openai_messages_and_atif(recorded, tmp_path):
     assert {c["function"]["name"] for c in calls} >= {"measure", "git_show_stat", "git_land_revert"}
     assert {c["id"] for c in calls} == answered  # every observation answered
     assert any("[hypothesis]" in (m["content"] or "") for m in msgs)
+    # Opened by its task (the alert) and closed by its verdict: it began with a tool call and
+    # ended without saying what it found.
+    verdict = json.loads(sleuth_in_process("show", run, "--json", "--db", str(db)).stdout)["run"]["verdict"]
+    assert msgs[0]["role"] == "user" and "tok/s" in msgs[0]["content"], msgs[0]
+    assert msgs[-1]["role"] == "assistant" and verdict["summary"] in msgs[-1]["content"], msgs[-1]
     proc = sleuth_in_process("export", run, "--format", "atif", "--db", str(db))
     doc = json.loads(proc.stdout)
     assert doc["schema_version"] == "ATIF-v1.4" and doc["agent"]["name"] == "perf-sleuth"
+    assert doc["steps"][0]["source"] == "user" and verdict["summary"] in doc["steps"][-1]["message"]
     assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == len(calls)
 
 

@@ -89,6 +89,32 @@ def _add_usage(turn: dict, p: dict) -> None:
             have[k] = have.get(k, 0) + int(v or 0)
 
 
+def framed(run: dict, events: list[dict]) -> list[dict]:
+    """A hunt's events as a session a reader (or a model) can follow: opened by the task as a user
+    message (the alert, or the target and its known-good ref) and closed by the verdict as the
+    assistant's last message. An exported hunt began with a tool call and ended without saying
+    what it found. An imported session is its own: returned as it is."""
+    if run.get("kind") == "imported":
+        return events
+    inp = json.loads(run["input"]) if isinstance(run.get("input"), str) and run["input"] else {}
+    t = inp.get("target") or {}
+    repo = t.get("repo") or run.get("target") or "the repository"
+    task = t.get("summary") or (
+        f"Find what made {t.get('metric') or 'the metric'} worse in {repo}"
+        + (f" since {str(t['good_ref'])[:10]}" if t.get("good_ref") else "")
+        + (f", measured by `{t['command']}`" if t.get("command") else "")
+    )
+    out = [{"kind": "user", "text": task, "seq": 0, "t": run.get("started"), "payload": None}, *events]
+    verdict = json.loads(run["verdict"]) if isinstance(run.get("verdict"), str) and run["verdict"] else None
+    if verdict:
+        action = verdict.get("proposed_action") or {}
+        said = f"{verdict.get('status')}: {verdict.get('summary') or '-'}"
+        if action.get("kind") and action.get("kind") != "none":
+            said += f"\nProposed: {action.get('detail') or action['kind']} ({action.get('status')})"
+        out.append({"kind": "assistant", "text": said, "seq": len(events) + 1, "t": run.get("ended"), "payload": None})
+    return out
+
+
 def to_openai_messages(events: list[dict]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for t in _turns(events):
