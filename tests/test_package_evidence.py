@@ -130,6 +130,8 @@ def test_a_pin_the_environment_did_not_follow_is_said_and_not_suspected(tmp_path
     assert any(
         "pins moved that the environment does not follow: idlepkg 1.0 -> 2.0 (installed: none)" in t for t in said
     )
+    # ...and the line that ends the search does not then say that no pin moved.
+    assert not any("no pin moved" in t for t in said), said
 
 
 def test_a_fresh_clone_bisecting_old_history_states_no_package_hypothesis(tmp_path, monkeypatch):

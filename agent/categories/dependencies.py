@@ -134,18 +134,22 @@ def _recorded(hunt: Hunt, rt: Runtime, now: dict[str, str]) -> list[Change] | No
         hunt.package_reference = f"pip's log {t.pip_log}"
         return from_pip_log(res["stdout"], now)
     good, move = _good_commit(hunt, rt)
-    if good is not None and (pinned := _pinned(hunt, rt, good, now)) is not None:
-        return pinned
+    moved = False
+    if good is not None:
+        pinned, moved = _pinned(hunt, rt, good, now)
+        if pinned is not None:
+            return pinned
     if (left := _left_good(hunt, rt, good, move)) is not None and hunt.packages.get("installed_at"):
         since, how = left
         found = installed_since(hunt.packages["installed_at"], now, since)
         hunt.package_reference = f"the dist-info times (installed after {_utc(since)}, {how})"
         return found
+    pins = "no moved pin the environment followed" if moved else "no pin moved between the good commit and HEAD"
     rt.say(
         hunt,
         "plan",
-        "dependencies: no evidence of a package change (no earlier good hunt here, no --pip-log, no pin moved "
-        "between the good commit and HEAD, no reflog entry leaving the good commit): no hypothesis",
+        f"dependencies: no evidence of a package change (no earlier good hunt here, no --pip-log, {pins}, "
+        "no reflog entry leaving the good commit): no hypothesis",
     )
     return None
 
@@ -160,14 +164,15 @@ def _good_commit(hunt: Hunt, rt: Runtime) -> tuple[str | None, dict | None]:
     return (left["old_sha"], left) if left else (None, None)
 
 
-def _pinned(hunt: Hunt, rt: Runtime, good: str, now: dict[str, str]) -> list[Change] | None:
+def _pinned(hunt: Hunt, rt: Runtime, good: str, now: dict[str, str]) -> tuple[list[Change] | None, bool]:
     """The pins that moved between ``good`` and HEAD in the repository's requirement or lock files
-    and that the launch's Python now has installed (the environment followed them). None where no
-    pin moved; moved pins the environment did not follow are said and left out."""
+    and that the launch's Python now has installed (the environment followed them), and whether
+    any pin moved at all. None where none was followed; moved pins the environment did not follow
+    are said and left out."""
     rec = rt.tool("git_pin_moves", {"a": good, "b": "HEAD"}, hunt=hunt)
     moved = [m for m in rec.result["moves"] if m["old"] and m["new"]] if rec.ok else []
     if not moved:
-        return None
+        return None, False
     installed = {norm(k): v for k, v in now.items()}
     followed = [m for m in moved if installed.get(m["name"]) == m["new"]]
     if len(followed) < len(moved):
@@ -178,10 +183,10 @@ def _pinned(hunt: Hunt, rt: Runtime, good: str, now: dict[str, str]) -> list[Cha
         )
         rt.say(hunt, "plan", f"dependencies: pins moved that the environment does not follow: {other}")
     if not followed:
-        return None
+        return None, True
     files = ", ".join(sorted({m["file"] for m in followed}))
     hunt.package_reference = f"the pins in {files} between {good[:10]} and HEAD"
-    return [Change(name=m["name"], old=m["old"], new=m["new"], source=f"pin in {m['file']}") for m in followed]
+    return [Change(name=m["name"], old=m["old"], new=m["new"], source=f"pin in {m['file']}") for m in followed], True
 
 
 def _left_good(hunt: Hunt, rt: Runtime, good: str | None, move: dict | None) -> tuple[float, str] | None:
