@@ -78,3 +78,21 @@ def test_a_commit_that_deletes_a_commits_lines_without_saying_so_reverts_it(tmp_
 # A partial revert that measures no better, and a later fix that gives most of a step back, are
 # the recorded worlds partial_revert and mostly_given_back of tests/worlds.py: replayed in the
 # default run, hunted live in the slow step.
+
+
+def test_two_probed_commits_of_one_tree_are_labelled_as_one_measurement():
+    """The measurement cache is by tree: a commit whose tree another probed commit had (a revert
+    back to an earlier state, a merge and its parent) gets that one's samples. Its row says so,
+    where two rows of the same numbers stood unexplained."""
+    from agent.categories.history import _keep_probes
+    from agent.state import Hunt, Target
+
+    kept: list[tuple[str, str]] = []
+
+    class Recorder:
+        def record_samples(self, hunt, label, ref, samples):
+            kept.append((label, ref))
+
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    _keep_probes(Hunt(run_id="r", target=Target(repo="/r")), Recorder(), {a: [1.0, 1.1], b: [2.0, 2.1], c: [1.0, 1.1]})
+    assert kept == [("bisect aaaaaaaa", a), ("bisect bbbbbbbb", b), ("bisect cccccccc (same tree as aaaaaaaa)", c)]

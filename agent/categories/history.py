@@ -142,11 +142,16 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
 
 
 def _keep_probes(hunt: Hunt, rt: Runtime, seen: dict[str, list[float]]) -> None:
-    """Each probed commit's samples as a measurement of its own (the Numbers, the plot)."""
+    """Each probed commit's samples as a measurement of its own (the Numbers, the plot). Two
+    commits with one tree (a merge and its parent) are measured once (the cache is by tree): the
+    second's label says so, where two rows of the same numbers stood unexplained."""
     known = {m.ref for m in hunt.measurements}
+    firsts: dict[tuple[float, ...], str] = {}
     for sha, got in seen.items():
+        twin = firsts.setdefault(tuple(got), sha)
         if sha not in known:
-            rt.record_samples(hunt, f"bisect {sha[:8]}", sha, got)
+            same = f" (same tree as {twin[:8]})" if twin != sha else ""
+            rt.record_samples(hunt, f"bisect {sha[:8]}{same}", sha, got)
 
 
 def narrowed(parents: dict[str, list[str]], head: str, no_ops: list[str], records: list[ProbeRecord]) -> list[str]:
@@ -258,7 +263,8 @@ def given_back(hunt: Hunt) -> str | None:
     the known-good and HEAD of the history A/B, and the culprit's bisection probe."""
     last = {m.label: m for m in hunt.measurements}
     good, head = last.get("good-candidate"), last.get("HEAD")
-    probe = last.get(f"bisect {hunt.culprits[0][:8]}") if hunt.culprits else None
+    culprit = hunt.culprits[0] if hunt.culprits else None
+    probe = next((m for m in last.values() if m.ref == culprit and m.label.startswith("bisect ")), None)
     if good is None or head is None or probe is None or good.median == 0:
         return None
     worse = -1.0 if hunt.target.higher_is_better else 1.0
