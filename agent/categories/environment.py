@@ -4,6 +4,8 @@ Suspected: every tuning variable in the environment a launch gets (its setup and
 included). Tested by one A/B: now vs HEAD with every variable blanked (the clean A/B, which
 clears the uncommitted patches at the same time when it is no faster), else now vs the working
 tree with the variables blanked; localized one variable at a time (Bonferroni). Fix: unset it.
+Every other variable that could be a knob is suspected only once a drop is left that the
+known-good commit does not explain (``rest``), tested by one A/B and halved where it counts.
 """
 
 from __future__ import annotations
