@@ -20,6 +20,10 @@ from evals.runner import find_specs, rescore, run_set, set_rows
 from tools.text import first_line
 from transcripts.store import Store
 
+# What ``evals.realworld.needs_said`` says of a server case whose runtime is not here: such a row
+# is a skip, not a crash.
+CASE_RUNTIME = "importable by $SLEUTH_CASE_PYTHON"
+
 
 def _bad(message: str) -> None:
     sys.stderr.write(f"error: {message}\n")
@@ -109,8 +113,9 @@ def eval_cmd(
         from pydantic import ValidationError
 
         from evals.lab.spec import SpecError, load_spec
-        from evals.realworld import is_real, load_case
+        from evals.realworld import is_real, load_case, needs_said
 
+        unrunnable: list[str] = []
         for spec in specs:
             try:
                 if is_real(spec.read_text()):  # a public project's regression (evals.realworld)
@@ -118,6 +123,8 @@ def eval_cmd(
                     for name in (case.bundle, case.licence):
                         if not (spec.parent / name).is_file():
                             _bad(f"{spec.parent / name}: missing (named by {spec.name}; the case cannot be unpacked)")
+                    if said := needs_said(case, spec.parent.resolve()):  # its server's runtime is not here
+                        unrunnable.append(said)
                 else:
                     load_spec(spec)
             except SpecError as exc:
@@ -125,16 +132,21 @@ def eval_cmd(
             except ValidationError as exc:
                 err = exc.errors()[0]
                 _bad(f"{spec}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
+        if unrunnable and len(unrunnable) == len(specs):  # nothing here could run: say why, run nothing
+            _bad(unrunnable[0])
         total = len(specs) * repeats
         with progress(transient=False, disable=json_out) as bar:
             task = bar.add_task(f"eval ({policy})", total=total)
 
             def done(got: dict, sc) -> None:
-                if sc is None:
-                    mark = "crashed: " + first_line(got.get("error"), 160)
+                error = first_line(got.get("error"), 200)
+                if sc is None and CASE_RUNTIME in error:  # a case whose server's runtime is not here
+                    mark = "skipped: " + error.removeprefix("ValueError: ")
+                elif sc is None:
+                    mark = "crashed: " + error[:160]
                 else:
                     mark = "exact" if sc.exact else "wrong"
-                bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False)
+                bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False, markup=False, soft_wrap=True)
                 bar.advance(task)
 
             try:

@@ -186,6 +186,18 @@ def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
             raise ValueError(f"{case_dir / case.bundle}: does not hold {sha} (cut too shallow?)")
 
 
+def needs_said(case: RealCase, where: Path) -> str | None:
+    """What the case's interpreter lacks of its ``needs``, in one line naming where to read how
+    to make it (the case's SOURCE.md); None when it has them all."""
+    missing = missing_needs(case)
+    if not missing:
+        return None
+    return (
+        f"{case.name}: needs {', '.join(missing)} importable by ${CASE_PYTHON_ENV} ({case_python()}): "
+        f"see {where / 'SOURCE.md'}"
+    )
+
+
 def build_case(
     spec: Path, dest: Path, text: str | None = None, case_dir: Path | None = None, check_needs: bool = True
 ) -> BuiltCase:
@@ -194,12 +206,8 @@ def build_case(
     interpreter lacks its ``needs`` (off only to look at its history)."""
     case = load_case(spec, text)
     where = (case_dir or spec.parent).resolve()
-    missing = missing_needs(case) if check_needs else []
-    if missing:
-        raise ValueError(
-            f"{case.name}: needs {', '.join(missing)} importable by ${CASE_PYTHON_ENV} ({case_python()}): "
-            f"see {where / 'SOURCE.md'}"
-        )
+    if check_needs and (said := needs_said(case, where)):
+        raise ValueError(said)
     repo = dest / "repo"
     unbundle(where, case, repo)
     target = Target(

@@ -81,11 +81,29 @@ def test_a_server_case_is_hunted_by_launching_its_server_and_benchmarking_it(tmp
 
 
 def test_a_server_case_without_its_runtime_is_refused_in_one_line_before_anything_is_built(tmp_path, monkeypatch):
+    """Alone, it is bad input (exit 2, no run): it ran and reported "crashed: ValueError"."""
     monkeypatch.setenv("SLEUTH_CASE_PYTHON", sys.executable)  # the project's interpreter: no mlx there
     proc = sleuth_in_process("eval", str(MLX), "--json", "--db", str(tmp_path / "r.db"))
-    row = json.loads(proc.stdout)["rows"][0]
-    assert row["error"].startswith("ValueError: mlx_lm_server_batching_ttft: needs mlx.core")
-    assert "$SLEUTH_CASE_PYTHON" in row["error"] and "SOURCE.md" in row["error"]
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    said = proc.stderr.strip()
+    assert said.startswith("error: mlx_lm_server_batching_ttft: needs mlx.core") and len(said.splitlines()) == 1
+    assert "$SLEUTH_CASE_PYTHON" in said and "SOURCE.md" in said
+
+
+def test_beside_runnable_cases_a_server_case_without_its_runtime_is_a_skip_not_a_crash(tmp_path, monkeypatch):
+    """A suite of real cases on a machine without mlx: the others are hunted; its row says what it
+    needs ("skipped: ..."), not "crashed: ValueError"."""
+    import shutil
+
+    monkeypatch.setenv("SLEUTH_CASE_PYTHON", sys.executable)
+    suite = tmp_path / "suite"
+    for case in (MLX, LIZARD):
+        shutil.copytree(case.parent, suite / case.parent.name)
+    lizard = suite / LIZARD.parent.name / "case.toml"
+    lizard.write_text(lizard.read_text().replace('bench = "', 'bench = "false && '))  # a crash, quickly
+    proc = sleuth_in_process("eval", str(suite), "--db", str(tmp_path / "r.db"))
+    assert "mlx_lm_server_batching_ttft: skipped: mlx_lm_server_batching_ttft: needs mlx.core" in proc.stderr
+    assert "crashed: ValueError" not in proc.stderr, proc.stderr[-2000:]
 
 
 def test_a_case_is_a_command_or_a_server_never_both_nor_half_of_one():
