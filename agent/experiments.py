@@ -345,6 +345,16 @@ def halve(
     return suspects, base, alone
 
 
+def conflicts_said(plan) -> str:
+    """Why a prepared revert could not be used: the tool's error, or the files it conflicts in (the
+    first four, then how many more: a 74-file cleanup's revert listed ten)."""
+    if plan.error:
+        return plan.error
+    files = plan.result["conflicting_files"]
+    more = f" and {len(files) - 4} more" if len(files) > 4 else ""
+    return f"the revert conflicts in {', '.join(files[:4])}{more}"
+
+
 def record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:
     """Keep a confirmation A/B's outcome on the hunt and say it."""
     hunt.regression["p_value"] = cmp.p_value

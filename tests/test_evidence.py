@@ -121,3 +121,15 @@ def test_a_confirmation_against_the_parent_is_not_headed_as_a_revert_at_head():
     assert confirmation_what(h) == " (the culprit's parent vs the culprit)"
     h.confirmation = {"ok": True, "text": "HEAD 80 vs HEAD+revert 100 ..."}
     assert confirmation_what(h) == " (HEAD vs HEAD with the culprit reverted)"
+
+
+def test_a_revert_that_conflicts_in_many_files_names_four_and_counts_the_rest():
+    """A 74-file cleanup's revert conflicted in ten files, all listed in the confirmation line."""
+    from types import SimpleNamespace
+
+    from agent.experiments import conflicts_said
+
+    files = [f"mlx_lm/models/m{i}.py" for i in range(10)]
+    plan = SimpleNamespace(error=None, result={"conflicting_files": files})
+    assert conflicts_said(plan) == f"the revert conflicts in {', '.join(files[:4])} and 6 more"
+    assert conflicts_said(SimpleNamespace(error="no such commit", result=None)) == "no such commit"

@@ -17,6 +17,7 @@ that broke it with the question "does it serve?", which one probe per state answ
 
 from __future__ import annotations
 
+from agent.experiments import conflicts_said
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis
 from tools.bisect import ProbeError, bisect_broken
@@ -145,7 +146,7 @@ def confirm(hunt: Hunt, rt: Runtime, record) -> bool:
             else f"HEAD+revert does not serve either ({'untestable' if ok is None else 'broken'})"
         )
         return record(hunt, rt, bool(ok), text, [fixed.id] if fixed else [], revert_sha=revert, plan=plan.result)
-    why = plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
+    why = conflicts_said(plan)
     parent_ok = serves(hunt, rt, "culprit^", f"{ref}^")
     culprit_ok = serves(hunt, rt, "culprit", ref)
     ok = parent_ok is True and culprit_ok is False

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from agent.experiments import (
     ab,
+    conflicts_said,
     explains,
     fmt,
     fresh_ab,
@@ -507,7 +508,7 @@ def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int, why: str | No
     """The revert cannot be made (later commits changed the same lines), or its A/B cannot be
     measured (a side does not build, serve or run): prove the culprit by an A/B against its own
     parent instead; the fix is then a person's, not a prepared commit."""
-    why = why or plan.error or f"the revert conflicts in {', '.join(plan.result['conflicting_files'])}"
+    why = why or conflicts_said(plan)
     ref = hunt.root_ref or ""
     cmp, parent, culprit = fresh_ab(hunt, rt, ("culprit^", f"{ref}^"), ("culprit", ref), n)
     ok = explains(hunt, cmp, parent, culprit)
