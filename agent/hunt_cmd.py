@@ -44,6 +44,7 @@ from tools.bench import SERVER_METRICS, BenchConfig
 from tools.git import GitError, open_repo
 from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
+from tools.text import first_line
 from transcripts.lease import RunBusy
 from transcripts.store import Store, StoreUnavailable, default_path, layout
 
@@ -533,12 +534,18 @@ def _branch_free(hunter: Hunter, hunt: Hunt, decision: Decision) -> None:
     if a is None or a.kind != "revert":
         return
     name = decision.branch or a.branch or ""
+    git = hunter.runtime(hunt).ctx.git
+    field = "--branch" if decision.branch else "RUN"
+    # Not a name git takes ("bad..name", a space): refused here, where it failed the proven run
+    # after the approval was recorded ("cannot create branch").
+    form = git.git("check-ref-format", "--branch", name, check=False)
+    if not name or not form.ok:
+        bad_input(f"{field}: '{name}' is not a valid branch name ({first_line(form.stderr) or 'empty'})")
     try:
-        at = hunter.runtime(hunt).ctx.git.rev_parse(f"refs/heads/{name}")
+        at = git.rev_parse(f"refs/heads/{name}")
     except GitError:
         return  # no such branch: free
     if at != a.revert_sha:
-        field = "--branch" if decision.branch else "RUN"
         bad_input(
             f"{field}: branch '{name}' already exists in {hunt.target.repo} (at {at[:10]}); "
             "approve with --branch NAME to land the revert under another name"

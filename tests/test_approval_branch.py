@@ -28,6 +28,11 @@ def test_an_approval_whose_branch_name_is_taken_is_refused_and_the_run_still_wai
         taken.stdout + taken.stderr
     )
     assert git("rev-parse", f"sleuth/revert-{culprit[:10]}") == good  # untouched
+    # A name git does not take is refused the same way: it was recorded, then failed the proven run.
+    for bad in ("bad..name", "has space"):
+        wrong = sleuth_in_process("approve", v["run_id"], "--branch", bad, "--db", db, "--json")
+        said = wrong.stdout + wrong.stderr
+        assert wrong.returncode == 2 and f"error: --branch: '{bad}' is not a valid branch name" in said, said
 
     landed = sleuth_in_process("approve", v["run_id"], "--branch", "perf/revert-slow", "--db", db, "--json")
     assert landed.returncode == 0, landed.stdout[-2000:]
