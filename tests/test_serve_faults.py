@@ -115,6 +115,10 @@ def test_a_service_killed_mid_hunt_takes_its_hunt_with_it_and_the_next_one_resum
     assert worktrees(res.repo) == 1
     second = Serve(tmp_path, db)
     try:
+        # The same alert again while the run is being resumed joins it (it queued a second hunt).
+        payload = json.loads((res.root / "alert.json").read_text())
+        again = httpx.post(f"{second.url}/alerts/alertmanager", json=payload, headers=AUTH).json()["alerts"][0]
+        assert again["action"] == "joined" and again["run_id"] == run_id, again
         done = wait_for(
             lambda: next((r for r in [Store(db).run(run_id)] if r and r["status"] == "awaiting_approval"), None),
             300,

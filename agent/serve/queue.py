@@ -135,7 +135,8 @@ class HuntQueue:
         elif target is None:
             out["action"] = "unmatched"
         else:
-            active = self._jobs(f"kind = 'hunt' and fingerprint = ? and status in {ACTIVE}", [fp])
+            # A hunt, or its resumption after a restart: either way the run that alert is being hunted in.
+            active = self._jobs(f"kind in ('hunt', 'resume') and fingerprint = ? and status in {ACTIVE}", [fp])
             if active:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
             else:
