@@ -24,6 +24,7 @@ from agent.cli import (
     SlotsOpt,
     app,
     bad_input,
+    check_launch,
     console,
     off_the_line,
     out,
@@ -147,6 +148,8 @@ def bisect_cmd(
     for flag, value in needed:
         if not value:
             bad_input(f"{flag}: required (give it, or an --alert that carries it)")
+    if not bench:
+        check_launch("--launch", launch or "")
     if pool and ray_node:
         bad_input("--pool/--ray-node: one pool at a time")
     assert repo and good

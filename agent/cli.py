@@ -267,6 +267,17 @@ def main() -> None:
     app()
 
 
+def check_launch(flag: str, launch: str) -> None:
+    """A launch template must say where the server listens: ``{port}``, a free port sleuth picks
+    per launch and then waits on. Without it the server listened elsewhere and every state waited
+    out the launch timeout (30 minutes by default) before "does not become healthy"."""
+    if "{port}" not in launch:
+        bad_input(
+            f"{flag}: '{launch}' has no {{port}}: the server must listen on the port sleuth gives it "
+            "(e.g. ... --port {port}); {worktree} is the probe's checkout"
+        )
+
+
 def off_the_line(git, good: str, bad: str) -> str | None:
     """A warning when ``good`` is not an ancestor of ``bad`` (a release branch's tag, a side
     branch): the range is then what ``bad`` has and ``good`` lacks, from their merge base, as

@@ -28,6 +28,7 @@ from agent.cli import (
     TracePathsOpt,
     app,
     bad_input,
+    check_launch,
     console,
     db_path,
     off_the_line,
@@ -162,6 +163,7 @@ def target_from_alert(path: Path, repo: str | None) -> Target:
         bad_input(f"--alert: {exc}")
     except ValueError as exc:
         bad_input(f"--alert: {path}: annotations.good_value/bad_value: {exc}")
+    check_launch(f"--alert: {path}: annotations.launch_command", ann["launch_command"])
     return Target(
         **host_fields,
         repo=repo or ann.get("repo", ""),
@@ -370,6 +372,7 @@ def hunt_cmd(
         for flag, value in (("--repo", repo), ("--launch", launch), ("--served-model", served_model)):
             if not value:
                 bad_input(f"{flag}: required (or give --bench, or --alert)")
+        check_launch("--launch", launch or "")
         chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, None)
         target = Target(
             repo=repo or "",

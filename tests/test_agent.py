@@ -750,3 +750,15 @@ def test_a_missing_ssh_config_or_known_hosts_file_is_named(tiny, tmp_path):
             "--bench", "true", "--lower-is-better", "--db", tmp_path / "r.db",
         )  # fmt: skip
         assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {tmp_path / 'nosuch'}: no such file"
+
+
+def test_a_launch_template_without_a_port_placeholder_is_bad_input(tiny, tmp_path):
+    """A hard-coded port: sleuth waits on the port it picked, the server listens on another, and
+    every state waited out --launch-timeout (30 minutes by default) before "does not become healthy"."""
+    repo, good = tiny
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--launch", "python3 -m mlx_lm.server --port 18999",
+        "--served-model", "m", "--db", tmp_path / "r.db",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: --launch: 'python3 -m mlx_lm.server --port 18999' has no {port}")

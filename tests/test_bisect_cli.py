@@ -71,7 +71,9 @@ def test_bisect_finds_the_lab_culprit_from_the_alert(scenario, tmp_path):
         (["--good", "no-such-ref"], "error: --good: unknown ref 'no-such-ref' in "),
         (["--repo", "/tmp"], "error: --repo: /tmp is not a git repository"),
         (["--host", "127.0.0.1:1"], "error: --host 127.0.0.1:1: "),
-        (["--launch", "echo booting; exit 3"], "error: --launch: the good reference "),
+        (["--launch", "echo booting --port {port}; exit 3"], "error: --launch: the good reference "),
+        # no {port}: the server listens where nothing looks, and each state waited out the launch timeout
+        (["--launch", "serve --port 18999"], "error: --launch: 'serve --port 18999' has no {port}"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -592,3 +593,20 @@ def test_a_run_with_no_root_cause_says_why_on_its_page():
     assert f'<p id="error">{why}</p>' in page
     old = run_page(run | {"verdict": {"status": "inconclusive", "root_cause": None, "error": "budget"}}, None)
     assert '<p id="error">budget</p>' in old
+
+
+def test_a_misspelt_key_or_a_launch_without_its_port_is_refused_when_targets_toml_is_read(tmp_path):
+    """`tokn`, `good_reff`, `lower_is_beter` were silently nothing (the service then had no token,
+    the target no good ref); a launch with a fixed port waited out its launch timeout per state."""
+    from agent.serve.config import ConfigError
+
+    base = 'token = "t"\n[[targets]]\nname = "n"\nmatch = { host = "h" }\nrepo = "/srv/r"\n'
+    for text, said in (
+        (base.replace("token", "tokn"), "tokn"),
+        (base + 'good_reff = "v1"\n', "good_reff"),
+        (base + "lower_is_beter = true\n", "lower_is_beter"),
+        (base + 'launch = "serve --port 30000"\n', "launch: 'serve --port 30000' has no {port}"),
+    ):
+        (tmp_path / "t.toml").write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            load_config(tmp_path / "t.toml")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent.alerts import AlertError, bench_config
 from agent.state import Budget
@@ -54,6 +54,8 @@ class ConfigError(ValueError):
 class ServeTarget(BaseModel):
     """One ``[[targets]]`` table: which alerts it takes and how to hunt them. What it names wins
     over the alert's annotations (a Prometheus rule rarely knows the launch command)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key ("good_reff") was silently nothing
 
     name: str = Field(min_length=1, description="what the page and the logs call it")
     match: dict[str, str] = Field(
@@ -105,6 +107,16 @@ class ServeTarget(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _port_in_launch(self) -> ServeTarget:
+        """A launch must listen on the port sleuth gives it (``{port}``), or every state waits out
+        the launch timeout."""
+        if self.launch is not None and "{port}" not in self.launch:
+            raise ValueError(
+                f"launch: '{self.launch}' has no {{port}}: the server must listen on the port sleuth gives it"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _known_metric(self) -> ServeTarget:
         if self.metric is not None:
             if self.metric not in SERVER_METRICS:
@@ -145,6 +157,8 @@ class ServeTarget(BaseModel):
 
 class ServeConfig(BaseModel):
     """``targets.toml``: the service's settings and its targets."""
+
+    model_config = ConfigDict(extra="forbid")  # "tokn" left the service with no token, silently
 
     token: str | None = Field(
         None, description="bearer token for every mutation (else $SLEUTH_TOKEN; none: mutations refused)"
