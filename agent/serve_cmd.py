@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import signal
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -48,6 +49,8 @@ def serve(
         cfg = load_config(config)
     except ConfigError as exc:
         bad_input(f"--config: {exc}")
+    if why := _in_use(host, port):  # it printed its banner, then uvicorn's error, and exited 3
+        bad_input(f"--bind: {bind}: {why} (another process listens there: give another port)")
     store_path = db_path(db or (Path(cfg.db) if cfg.db else None))
     store_path.parent.mkdir(parents=True, exist_ok=True)
     loopback = is_loopback(host)
@@ -57,7 +60,8 @@ def serve(
     web = create_app(cfg, store_path, queue, loopback=loopback)
     server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", access_log=False))
     queue.start()
-    console.print(f"sleuth serve on http://{bind}  store {store_path}  {len(cfg.targets)} target(s)", highlight=False)
+    said = f"sleuth serve on http://{bind}  store {store_path}  {len(cfg.targets)} target(s)"
+    console.print(said, highlight=False, soft_wrap=True)
     # uvicorn shuts down gracefully on SIGTERM / SIGINT, then raises the signal again to the handler
     # it found: ours turns it into an orderly stop of the queue (the running hunts get SIGTERM too).
     previous = signal.signal(signal.SIGTERM, _stop)
@@ -68,6 +72,18 @@ def serve(
     finally:
         signal.signal(signal.SIGTERM, previous)
         queue.stop()
+
+
+def _in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (another process holds it), or None."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no owner
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 class _Stopped(Exception):

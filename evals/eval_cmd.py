@@ -22,7 +22,7 @@ from transcripts.store import Store
 
 # What ``evals.realworld.needs_said`` says of a server case whose runtime is not here: such a row
 # is a skip, not a crash.
-CASE_RUNTIME = "importable by $SLEUTH_CASE_PYTHON"
+CASE_RUNTIME = "$SLEUTH_CASE_PYTHON"
 
 
 def _bad(message: str) -> None:

@@ -88,6 +88,10 @@ def test_a_server_case_without_its_runtime_is_refused_in_one_line_before_anythin
     said = proc.stderr.strip()
     assert said.startswith("error: mlx_lm_server_batching_ttft: needs mlx.core") and len(said.splitlines()) == 1
     assert "$SLEUTH_CASE_PYTHON" in said and "SOURCE.md" in said
+    nowhere = tmp_path / "no-such" / "python"  # a path to nothing
+    monkeypatch.setenv("SLEUTH_CASE_PYTHON", str(nowhere))
+    proc = sleuth_in_process("eval", str(MLX), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and f"$SLEUTH_CASE_PYTHON is {nowhere}: no such file" in proc.stderr
 
 
 def test_beside_runnable_cases_a_server_case_without_its_runtime_is_a_skip_not_a_crash(tmp_path, monkeypatch):

@@ -165,9 +165,11 @@ def test_a_malformed_payload_gets_422_naming_the_field(service, change, field):
 
 
 def test_mutations_need_the_bearer_token_reads_on_loopback_do_not(service):
-    assert httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING).status_code == 401
+    missing = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING)
+    assert missing.status_code == 401 and missing.json()["detail"] == "a bearer token is required"
     wrong = {"Authorization": "Bearer nope"}
-    assert httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=wrong).status_code == 401
+    mismatch = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=wrong)
+    assert mismatch.status_code == 401 and mismatch.json()["detail"] == "the bearer token does not match"
     assert httpx.post(f"{service.url}/runs/any/approve", json={}).status_code == 401
     assert httpx.get(f"{service.url}/runs").status_code == 200
     assert httpx.get(f"{service.url}/runs/nope").status_code == 404
@@ -453,6 +455,13 @@ def test_serve_bad_input_is_one_line_exit_2(tmp_path):
     )
     proc = sleuth_in_process("serve", "--bind", "localhost")
     assert proc.returncode == 2 and "--bind: 'localhost' is not HOST:PORT" in proc.stderr
+    with socket.socket() as taken:  # another process listens there: one line, no banner, not exit 3
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        bind = f"127.0.0.1:{taken.getsockname()[1]}"
+        proc = sleuth_in_process("serve", "--bind", bind, "--db", tmp_path / "r.db")
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: --bind: {bind}: Address already in use")
+    assert "sleuth serve on" not in proc.stderr + proc.stdout
     proc = sleuth_in_process("hunt", "--repo", tmp_path, "--bench", "true", "--good", "HEAD", "--run-id", "../x")
     assert proc.returncode == 2 and "--run-id" in proc.stderr
 

@@ -222,6 +222,10 @@ def test_secrets_in_the_hunts_environment_reach_neither_the_store_nor_an_export(
         ("gpu-node-1", True),  # ...and '-' as a column filter
         ('say "hi', False),  # an unterminated quote
         ("NCCL AND proto", True),  # the syntax still works where it parses
+        ("103877ea", True),  # a short SHA against the 10 digits the events print: a prefix
+        ("103877e", True),
+        ("103877ea*", True),  # already a prefix query
+        ("103877eb", False),
     ],
 )
 def test_search_takes_what_a_user_types(tmp_path, query, finds):
@@ -229,7 +233,7 @@ def test_search_takes_what_a_user_types(tmp_path, query, finds):
 
     store = Store(tmp_path / "runs.db")
     store.start_run("r1", target="/repo")
-    store.event("r1", "note", "read CLAUDE.md on gpu-node-1; NCCL_PROTO refuted (NCCL proto)")
+    store.event("r1", "note", "read CLAUDE.md on gpu-node-1; NCCL_PROTO refuted (NCCL proto); culprit 103877ea3e")
     store.close()
     proc = sleuth_in_process("search", query, "--db", tmp_path / "runs.db", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr

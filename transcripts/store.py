@@ -170,6 +170,10 @@ SCHEMA_TRIES = 5
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+# A bare word of 7 to 39 hex digits with at least one digit (a short SHA), not already a prefix query.
+SHORT_SHA = re.compile(r"(?<![\w*])(?=[0-9a-f]*\d)[0-9a-f]{7,39}(?![\w*])")
+
+
 class StoreUnavailable(RuntimeError):
     """The run store cannot be written: the disk is full, or another process held the database's
     write lock past ``BUSY_TIMEOUT_S``. Not the hunt's failure: the run stops at its last
@@ -498,6 +502,9 @@ class Store:
         its words taken literally (``CLAUDE.md``, ``gpu-node-1``, a stray quote are not syntax
         errors to a user: sqlite-utils' FTS quoting)."""
         columns = ["run", "seq", "kind", "text", "t"]
+        # A commit's short SHA as a person types it (7-9 digits) against the 10 the events print:
+        # a prefix search, where a whole-word one found nothing.
+        text = SHORT_SHA.sub(lambda m: m.group(0) + "*", text)
         try:
             return list(self.db["events"].search(text, columns=columns, limit=limit))
         except sqlite3.OperationalError:

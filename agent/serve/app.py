@@ -66,7 +66,9 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         if not config.bearer():
             raise HTTPException(403, "mutations are disabled: set token in the config or SLEUTH_TOKEN")
         if not _token_ok(request):
-            raise HTTPException(401, "a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+            given = request.headers.get("authorization", "").startswith("Bearer ")
+            said = "the bearer token does not match" if given else "a bearer token is required"
+            raise HTTPException(401, said, headers={"WWW-Authenticate": "Bearer"})
 
     def read(request: Request) -> None:
         if not loopback and not _token_ok(request):
