@@ -382,6 +382,7 @@ class Hunter:
         if self.cassette is None:
             self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
+        self.store.update_run(run_id, status="running")  # an interrupted run's row says so until now
         return self._drive(run_id, None)
 
     def record_ended(self, run_id: str) -> Hunt:

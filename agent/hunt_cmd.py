@@ -463,11 +463,15 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
     except KeyboardInterrupt:
         if resume_hint is None:
             raise
+        resumable = hunter.has_checkpoint(run_id)
         then = (
             f"`{resume_hint}` continues it from its last checkpoint"
-            if hunter.has_checkpoint(run_id)
+            if resumable
             else "it had not reached a checkpoint: start it again"
         )
+        if resumable:  # `sleuth runs` and the page said "running" until it was resumed
+            with contextlib.suppress(Exception):
+                hunter.store.update_run(run_id, status="interrupted")
         console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint

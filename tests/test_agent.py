@@ -229,7 +229,14 @@ def test_sigterm_mid_probe_stops_servers_and_leaves_the_repo_intact(small, tmp_p
     assert _no_servers(proc.pid)
     assert fingerprint(small.repo) == before and worktrees(small.repo) == 1
     # one line says which run stopped and how it goes on; exit 130 as for Ctrl-C
-    assert proc.returncode == 130 and re.search(r"interrupted: run (\S+) stopped; `sleuth resume \1 --db ", err), err
+    said = re.search(r"interrupted: run (\S+) stopped; `sleuth resume \1 --db ", err)
+    assert proc.returncode == 130 and said, err
+    # the run's row says so (it said "running" until resumed), and a resume makes it run again
+    runs = json.loads(sleuth_in_process("runs", "--db", tmp_path / "r.db", "--json").stdout)
+    assert [(r["id"], r["status"]) for r in runs] == [(said.group(1), "interrupted")]
+    resumed = sleuth_in_process("resume", said.group(1), "--db", tmp_path / "r.db", "--json")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads(resumed.stdout)["status"] == "awaiting_approval"
 
 
 def test_sigkill_mid_probe_leaves_the_repo_intact_and_the_next_start_cleans_up(small, tmp_path):

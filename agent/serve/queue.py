@@ -328,7 +328,7 @@ class HuntQueue:
         if self.stopping:
             return
         run = self.store.run(job["run_id"])
-        if run is not None and run["status"] != "running" and job["kind"] in ("hunt", "resume"):
+        if run is not None and run["status"] not in ("running", "interrupted") and job["kind"] in ("hunt", "resume"):
             self._update_job(job["id"], status="done", ended=time.time())
             return
         self._continue(job)
@@ -340,7 +340,7 @@ class HuntQueue:
         if job["kind"] == "hunt" and run is None:
             self._put_job(kind="hunt", run_id=job["run_id"], fingerprint=job["fingerprint"],
                           target=job["target"], alert=job["alert"])  # fmt: skip
-        elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] == "running":
+        elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] in ("running", "interrupted"):
             self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
         elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
             self._put_job(kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch"))
