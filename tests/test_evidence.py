@@ -133,3 +133,22 @@ def test_a_revert_that_conflicts_in_many_files_names_four_and_counts_the_rest():
     plan = SimpleNamespace(error=None, result={"conflicting_files": files})
     assert conflicts_said(plan) == f"the revert conflicts in {', '.join(files[:4])} and 6 more"
     assert conflicts_said(SimpleNamespace(error="no such commit", result=None)) == "no such commit"
+
+
+def test_an_action_for_a_person_is_not_shown_as_pending_approval():
+    """A revert that conflicts leaves `investigate`, which approve and reject refuse: the report and
+    the terminal said "- **pending**", and an action with no ref showed an empty code span."""
+    from rich.console import Console
+
+    from agent.report import markdown
+    from agent.state import Action
+    from agent.terminal import report_view
+
+    h = _hunt({0: 100, 4: 80, 7: 80}, [4], root_kind="commit", root_ref=SHAS[4])
+    h.action = Action(kind="investigate", ref=None, detail="revert it by hand and resolve")
+    text = markdown(h)
+    assert "investigate: revert it by hand and resolve - **for a person to do (nothing to approve)**" in text
+    assert "``" not in text and "**pending**" not in text
+    screen = Console(width=200, record=True)
+    screen.print(report_view(h))
+    assert "investigate: revert it by hand and resolve - for a person to do" in screen.export_text()
