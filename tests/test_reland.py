@@ -96,3 +96,22 @@ def test_two_probed_commits_of_one_tree_are_labelled_as_one_measurement():
     a, b, c = "a" * 40, "b" * 40, "c" * 40
     _keep_probes(Hunt(run_id="r", target=Target(repo="/r")), Recorder(), {a: [1.0, 1.1], b: [2.0, 2.1], c: [1.0, 1.1]})
     assert kept == [("bisect aaaaaaaa", a), ("bisect bbbbbbbb", b), ("bisect cccccccc (same tree as aaaaaaaa)", c)]
+
+
+def test_a_diffs_lines_are_read_by_file_with_headers_only_before_hunks():
+    """A deleted line that began with "--" (SQL, Lua) is content, not a file header; a deleted
+    file's lines count under its old path."""
+    from tools.git import _diff_lines
+
+    diff = "\n".join(
+        [
+            "diff --git a/a.sql b/a.sql", "--- a/a.sql", "+++ b/a.sql", "@@ -1,2 +1,1 @@",
+            "--- a comment line deleted", "-select 1;", "+select 2;",
+            "diff --git a/gone.py b/gone.py", "--- a/gone.py", "+++ /dev/null", "@@ -1 +0,0 @@", "-x = slow_call()",
+            "diff --git a/new.py b/new.py", "--- /dev/null", "+++ b/new.py", "@@ -0,0 +1 @@", "+y = 1",
+        ]
+    )  # fmt: skip
+    assert _diff_lines(diff, "-") == {
+        ("a.sql", "-- a comment line deleted"), ("a.sql", "select 1;"), ("gone.py", "x = slow_call()")
+    }  # fmt: skip
+    assert _diff_lines(diff, "+") == {("a.sql", "select 2;"), ("new.py", "y = 1")}

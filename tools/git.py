@@ -144,17 +144,21 @@ def _parse_reflog_file(text: str, ref: str) -> list[ReflogEntry]:
 
 
 def _diff_lines(diff: str, sign: str) -> set[tuple[str, str]]:
-    """(path, stripped line) of every line a unified diff adds (``sign`` "+") or deletes ("-")."""
+    """(path, stripped line) of every line a unified diff adds (``sign`` "+") or deletes ("-").
+    A file's ``---``/``+++`` header is read only before its first hunk (a deleted line that began
+    with "--" is content); a deleted file's lines count under its old path."""
     out: set[tuple[str, str]] = set()
-    path = ""
+    path, header = "", False
     for line in diff.splitlines():
-        if line.startswith("+++ ") or line.startswith("--- "):
-            if line.startswith("+++ "):
-                path = line[6:] if line.startswith("+++ b/") else ""
-            elif line.startswith("--- a/"):
-                path = line[6:]  # a deleted file has "+++ /dev/null": its lines are under its old path
-            continue
-        if line.startswith(sign) and path and line[1:].strip():
+        if line.startswith("diff --git "):
+            path, header = "", True
+        elif header and line.startswith("--- "):
+            path = line[6:] if line.startswith("--- a/") else ""
+        elif header and line.startswith("+++ "):
+            path = line[6:] if line.startswith("+++ b/") else path
+        elif line.startswith("@@"):
+            header = False
+        elif not header and line.startswith(sign) and path and line[1:].strip():
             out.add((path, line[1:].strip()))
     return out
 
