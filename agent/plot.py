@@ -167,11 +167,21 @@ def _states_panel(ax, hunt: Hunt) -> None:
     )
     _alert_lines(ax, hunt)
     ax.set_xticks(list(xs))
-    ax.set_xticklabels([f"{m.label}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([f"{_short(m.label)}\n{m.ref[:8]}" for m in ms], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(_axis_label(hunt))
     ax.set_title("measured states, in order", fontsize=9, loc="left")
     if hunt.target.good_value or hunt.target.bad_value:
         ax.legend(fontsize=7)
+
+
+# A tick label's most characters: a localization's state names every variable it holds
+# ("clean+CLOUD_SDK_VERSION+CONTAINER_NAME+..."), and rotated labels that long left the figure no
+# room for its axes (matplotlib: "Tight layout not applied"). The report's Numbers keep them whole.
+TICK_CHARS = 28
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= TICK_CHARS else label[: TICK_CHARS - 1] + "…"
 
 
 def _confirmation_panel(ax, hunt: Hunt) -> None:
@@ -180,7 +190,7 @@ def _confirmation_panel(ax, hunt: Hunt) -> None:
     labels, meds, errs = [], [], [[], []]
     for x, m in enumerate(sides):
         ax.plot([x + 0.15] * len(m.samples), m.samples, ".", color=SAMPLE, markersize=3)
-        labels.append(m.label)
+        labels.append(_short(m.label))
         meds.append(m.median)
         errs[0].append(m.median - m.ci_low)
         errs[1].append(m.ci_high - m.median)

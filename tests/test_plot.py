@@ -92,3 +92,20 @@ def test_a_long_range_keeps_one_figure_size_and_labels_only_what_matters():
     ticks = [t.get_text().split("\n")[0] for t in bisection.get_xticklabels()]
     assert ticks == [long[i][:7] for i in (0, 100, 149, 150, 175, 205)]
     assert "205 commits" in bisection.get_xlabel() and "200 more as ticks" in bisection.get_xlabel()
+
+
+def test_states_named_after_many_variables_are_cut_so_the_figure_keeps_its_axes():
+    """A localization of twelve variables names its states after them: rotated labels that long
+    left matplotlib no room ("Tight layout not applied"), the axes squeezed out of the figure."""
+    import warnings
+
+    from agent.plot import TICK_CHARS
+
+    h = _hunt().model_copy(update={"bisected": [], "confirmation": {}, "after": {}})
+    names = "+".join(f"SOME_LONG_VARIABLE_{i}" for i in range(12))
+    h.measurements = [_m(i, f"clean+{names[: 20 * i]}", SHAS[i % 6], [60.0 + i, 61.0 + i]) for i in range(1, 12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the tight-layout warning fails the test
+        fig = figure(h)
+    (states,) = fig.axes
+    assert max(len(t.get_text().split("\n")[0]) for t in states.get_xticklabels()) <= TICK_CHARS
