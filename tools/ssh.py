@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import select
 import shlex
@@ -25,6 +26,12 @@ from pathlib import Path
 import paramiko
 
 from tools.host import Command, HostError, RunResult, shell_command
+
+# paramiko logs a connection its transport thread loses (a host that went away, a reconnect reset
+# mid-banner) as an ERROR with a traceback; with no handler of the program's own, Python's last
+# resort printed that traceback on the user's stderr beside sleuth's one line about the lost host.
+# What the user needs arrives as a HostError; paramiko's own log is for whoever configures logging.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _DEFAULT_CONFIG = Path("~/.ssh/config").expanduser()
 _DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts").expanduser()
