@@ -132,40 +132,39 @@ def test_a_pin_the_environment_did_not_follow_is_said_and_not_suspected(tmp_path
     )
 
 
-def test_a_fresh_clone_bisecting_old_history_states_no_package_hypothesis(tmp_path, monkeypatch):
-    """Commits of 2021, cloned today at HEAD: every package of this environment was installed
-    after the good commit's date (the old fallback named each one). The reflog never had HEAD at
-    it, there is no pip log and no earlier hunt: no evidence, said in one line."""
+def _hunt_a_fresh_clone_of_2021(
+    tmp_path, monkeypatch, before: dict[str, str], after: dict[str, str]
+) -> tuple[dict, list[str]]:
+    """Two commits of 2021, the good one holding ``before`` (and ``COST = 1.0``), the next one
+    doubling the cost and writing ``after``, cloned today at HEAD and hunted: the verdict and the
+    hunt's "dependencies:" lines."""
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2021-03-01T12:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2021-03-01T12:00:00Z")
-    upstream, git, good = bench_repo(tmp_path / "upstream")
-    (upstream / "lib.py").write_text("COST = 2.0\n")
+    upstream, git, good = bench_repo(tmp_path / "upstream", files={"lib.py": "COST = 1.0\n", **before})
+    for name, text in {"lib.py": "COST = 2.0\n", **after}.items():
+        (upstream / name).write_text(text)
     git("commit", "-qam", "slower")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(upstream), str(clone)], check=True, timeout=60)
     db = tmp_path / "r.db"
     v = _hunt(clone, good, db)
+    return v, [t for t in _notes(v["run_id"], db) if t.startswith("dependencies:")]
+
+
+def test_a_fresh_clone_bisecting_old_history_states_no_package_hypothesis(tmp_path, monkeypatch):
+    """Commits of 2021, cloned today at HEAD: every package of this environment was installed
+    after the good commit's date (the old fallback named each one). The reflog never had HEAD at
+    it, there is no pip log and no earlier hunt: no evidence, said in one line."""
+    v, said = _hunt_a_fresh_clone_of_2021(tmp_path, monkeypatch, {}, {})
     assert v["root_cause"]["kind"] == "commit"
     assert not [h for h in v["hypotheses"] if h["category"] == "dependencies"]
-    said = [t for t in _notes(v["run_id"], db) if t.startswith("dependencies:")]
     assert len(said) == 1 and "no evidence of a package change" in said[0] and "no hypothesis" in said[0], said
 
 
 def test_a_moved_pin_the_environment_did_not_follow_is_not_then_said_never_to_have_moved(tmp_path, monkeypatch):
     """A fresh clone whose requirements.txt moved a pin the environment does not have: the search
     says so, and its last line no longer adds "no pin moved between the good commit and HEAD"."""
-    monkeypatch.setenv("GIT_AUTHOR_DATE", "2021-03-01T12:00:00Z")
-    monkeypatch.setenv("GIT_COMMITTER_DATE", "2021-03-01T12:00:00Z")
-    upstream, git, good = bench_repo(
-        tmp_path / "upstream", files={"lib.py": "COST = 1.0\n", "requirements.txt": "usedpkg==1.0\n"}
-    )
-    (upstream / "requirements.txt").write_text("usedpkg==2.0\n")
-    (upstream / "lib.py").write_text("COST = 2.0\n")
-    git("commit", "-qam", "bump and slower")
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(upstream), str(clone)], check=True, timeout=60)
-    db = tmp_path / "r.db"
-    v = _hunt(clone, good, db)
-    said = [t for t in _notes(v["run_id"], db) if t.startswith("dependencies:")]
+    before, after = {"requirements.txt": "usedpkg==1.0\n"}, {"requirements.txt": "usedpkg==2.0\n"}
+    _v, said = _hunt_a_fresh_clone_of_2021(tmp_path, monkeypatch, before, after)
     assert "pins moved that the environment does not follow: usedpkg 1.0 -> 2.0" in said[0], said
     assert "no moved pin the environment followed" in said[-1] and "no pin moved" not in said[-1], said
