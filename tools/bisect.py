@@ -567,16 +567,10 @@ def _search(
                 records.append(rec)
                 if on_record is not None:
                     on_record(rec)
-            # Apply good verdicts first (they only remove), then bad ones (they only intersect).
-            for sha, (verdict, *_rest) in zip(picks, results, strict=True):
-                if verdict == "skip":
-                    skipped.add(sha)
-                elif verdict == "good":
-                    cand &= ~graph.anc[sha]
-            for sha, (verdict, *_rest) in zip(picks, results, strict=True):
-                if verdict == "bad" and cand >> graph.index[sha] & 1:
-                    cand &= graph.anc[sha]
-                    known_bad.add(sha)
+            decided = [(sha, verdict) for sha, (verdict, *_rest) in zip(picks, results, strict=True)]
+            skipped.update(sha for sha, verdict in decided if verdict == "skip")
+            cand, bad_now = narrow(graph, cand, decided)
+            known_bad.update(bad_now)
     # No-op commits stay in the graph (the step may sit below one) but are never the culprit,
     # unless nothing else is left (then the pruning was wrong: say all of them).
     members = graph.members(cand & graph.live) or graph.members(cand)
@@ -585,6 +579,22 @@ def _search(
     # One member: the culprit. More: skipped commits border the oldest known-bad one, and any of
     # them may be the first bad commit; report them all (oldest first), never the last one alone.
     return list(reversed(members)), rounds
+
+
+def narrow(graph: CommitGraph, cand: int, decided: list[tuple[str, str]]) -> tuple[int, list[str]]:
+    """The candidates left once ``decided`` ((sha, "good" / "bad" / "skip")) is applied: good
+    verdicts first (they only remove: the commit and its ancestors), then bad ones (they only
+    intersect: the commit's ancestors), a bad commit no longer a candidate left out. Returns the
+    candidates and the bad commits applied. Commits outside the graph are ignored."""
+    for sha, verdict in decided:
+        if verdict == "good" and sha in graph.index:
+            cand &= ~graph.anc[sha]
+    applied = []
+    for sha, verdict in decided:
+        if verdict == "bad" and sha in graph.index and cand >> graph.index[sha] & 1:
+            cand &= graph.anc[sha]
+            applied.append(sha)
+    return cand, applied
 
 
 def _pick(graph: CommitGraph, cand: int, exclude: set[str], k: int) -> list[str]:

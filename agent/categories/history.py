@@ -25,7 +25,7 @@ from agent.experiments import (
 from agent.multiple import EXPLAINED_PCT, share
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
-from tools.bisect import BisectConfig, BisectResult, CommitGraph, ProbeError, ProbeRecord, bisect
+from tools.bisect import BisectConfig, BisectResult, CommitGraph, ProbeError, ProbeRecord, bisect, narrow
 from tools.git import revert_branch
 from tools.measure import StateFailure
 from tools.stats import compare
@@ -156,16 +156,10 @@ def _keep_probes(hunt: Hunt, rt: Runtime, seen: dict[str, list[float]]) -> None:
 
 
 def narrowed(parents: dict[str, list[str]], head: str, no_ops: list[str], records: list[ProbeRecord]) -> list[str]:
-    """The commits a bisection's decided probes leave as suspects (newest first), as its search
-    prunes them: a good probe clears itself and its ancestors, a bad one everything after it."""
+    """The commits a bisection's decided probes leave as suspects (newest first), pruned as its
+    search prunes them (``tools.bisect.narrow``)."""
     graph = CommitGraph(parents, frozenset(no_ops))
-    cand = graph.anc[head]
-    for r in records:
-        if r.verdict == "good" and r.sha in graph.index:
-            cand &= ~graph.anc[r.sha]
-    for r in records:
-        if r.verdict == "bad" and r.sha in graph.index and cand >> graph.index[r.sha] & 1:
-            cand &= graph.anc[r.sha]
+    cand, _bad = narrow(graph, graph.anc[head], [(r.sha, r.verdict) for r in records])
     return graph.members(cand & graph.live)
 
 
