@@ -166,7 +166,7 @@ def bisect_cmd(
     if said := off_the_line(git, good, bad):  # on stderr, with --json too
         console.print(f"[yellow]warning:[/yellow] {escape(said)}", soft_wrap=True)
     chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
-    if chosen.warning and not json_out:
+    if chosen.warning:  # on stderr, with --json too (as a hunt's)
         console.print(f"[yellow]warning:[/yellow] {escape(chosen.warning)}", soft_wrap=True)
     higher = chosen.higher_is_better
     if bench:

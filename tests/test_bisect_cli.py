@@ -82,3 +82,16 @@ def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith(expected), lines
     assert no_servers_left(str(scenario.root))
+
+
+def test_warnings_before_a_bisection_reach_stderr_with_json_too(tiny, tmp_path):
+    """As a hunt's: the number with no name is said on stderr, and stdout is still the JSON alone
+    (with --json the warning was dropped, so a script never learnt which number was taken)."""
+    repo, good = tiny
+    proc = sleuth_in_process(
+        "bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--workdir", tmp_path / "w", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "warning: no --metric or --metric-regex named" in proc.stderr
+    assert json.loads(proc.stdout)["culprits"]
