@@ -21,7 +21,7 @@ from statistics import median
 import numpy as np
 
 from agent.state import Hunt
-from tools.stats import noise_sd
+from tools.stats import compare, noise_sd
 
 DECIDES = ("environment", "uncommitted", "dependencies", "config")
 
@@ -136,8 +136,6 @@ def drifted(hunt: Hunt) -> str | None:
     ``DRIFT_PCT`` or a quarter of the drop: then numbers taken at different times are not
     comparable, and the report says so (a loaded machine's hunt showed now 98.5 and HEAD 167.3
     for one state, side by side, without a word)."""
-    from tools.stats import compare
-
     states: dict[tuple, list] = {}
     for m in hunt.measurements:
         if len(m.samples) >= 3:

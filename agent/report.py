@@ -110,7 +110,7 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     latest = _latest(hunt)
     probes = [m for label, m in latest.items() if label.startswith("bisect ")]
     if len(probes) <= 2:
-        return _folded(_number_rows(hunt), NUMBER_ROWS, _more_states)
+        return number_rows(hunt)
     medians = [m.median for m in probes]
     n = sum(len(m.samples) for m in probes)
     one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")

@@ -20,10 +20,6 @@ from evals.runner import find_specs, rescore, run_set, set_rows
 from tools.text import first_line
 from transcripts.store import Store
 
-# What ``evals.realworld.needs_said`` says of a server case whose runtime is not here: such a row
-# is a skip, not a crash.
-CASE_RUNTIME = "$SLEUTH_CASE_PYTHON"
-
 
 def _bad(message: str) -> None:
     sys.stderr.write(f"error: {message}\n")
@@ -113,7 +109,7 @@ def eval_cmd(
         from pydantic import ValidationError
 
         from evals.lab.spec import SpecError, load_spec
-        from evals.realworld import is_real, load_case, needs_said
+        from evals.realworld import CASE_PYTHON_ENV, is_real, load_case, needs_said
 
         unrunnable: list[str] = []
         for spec in specs:
@@ -140,7 +136,7 @@ def eval_cmd(
 
             def done(got: dict, sc) -> None:
                 error = first_line(got.get("error"), 200)
-                if sc is None and CASE_RUNTIME in error:  # a case whose server's runtime is not here
+                if sc is None and f"${CASE_PYTHON_ENV}" in error:  # needs_said: its server's runtime is not here
                     mark = "skipped: " + error.removeprefix("ValueError: ")
                 elif sc is None:
                     mark = "crashed: " + error[:160]

@@ -196,7 +196,7 @@ def needs_said(case: RealCase, where: Path) -> str | None:
     if os.sep in python and not Path(python).is_file():  # a path that names no interpreter at all
         return f"{case.name}: ${CASE_PYTHON_ENV} is {python}: no such file (the interpreter that has {missing[0]})"
     return (
-        f"{case.name}: needs {', '.join(missing)} importable by ${CASE_PYTHON_ENV} ({case_python()}): "
+        f"{case.name}: needs {', '.join(missing)} importable by ${CASE_PYTHON_ENV} ({python}): "
         f"see {where / 'SOURCE.md'}"
     )
 
