@@ -198,12 +198,6 @@ def pruned_said(hunt: Hunt) -> str:
     return f"Commits not bisected: {len(hunt.pruned)} ({why}); the verdict's `pruned` lists them"
 
 
-def action_status(a) -> str:
-    """An action's status in words: an ``investigate`` has nothing to approve (approve and reject
-    refuse it), so its "pending" is for a person to do."""
-    return "for a person to do (nothing to approve)" if a.kind == "investigate" and a.status == "pending" else a.status
-
-
 def confirmation_what(hunt: Hunt) -> str:
     """What a commit's confirmation A/B compared: HEAD against HEAD with it reverted, or, where
     that revert conflicts or cannot be measured, its parent against it (then its text says why)."""
@@ -279,7 +273,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         lines.append(
             f"{a.kind}"
             + (f" `{a.ref}`" if a.ref else "")
-            + f": {a.detail} - **{action_status(a)}**"
+            + f": {a.detail} - **{a.status_said}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
         )
         if approve_hint and asks_for_decision(hunt):

@@ -143,6 +143,15 @@ class Action(BaseModel):
     status: Literal["pending", "approved", "rejected", "applied"] = "pending"
     reason: str = ""
 
+    @property
+    def status_said(self) -> str:
+        """Its status in words, as the report, the terminal and the page show it: an
+        ``investigate`` has nothing to approve (approve and reject refuse it), so its "pending" is
+        for a person to do."""
+        if self.kind == "investigate" and self.status == "pending":
+            return "for a person to do (nothing to approve)"
+        return self.status
+
 
 class Event(BaseModel):
     t: float

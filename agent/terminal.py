@@ -13,7 +13,7 @@ from rich.text import Text
 
 from agent import evidence
 from agent.grouped import for_screen, group_hypotheses
-from agent.report import action_status, asks_for_decision, confirmation_what, cost_said, pruned_said, screen_number_rows
+from agent.report import asks_for_decision, confirmation_what, cost_said, pruned_said, screen_number_rows
 from agent.state import Hunt
 
 STATUS_STYLE = {
@@ -90,7 +90,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     else:
         action.append(a.kind, style="bold")
         action.append((f" {a.ref}" if a.ref else "") + f": {a.detail} - ")
-        action.append(action_status(a), style="bold yellow" if a.status == "pending" else "bold green")
+        action.append(a.status_said, style="bold yellow" if a.status == "pending" else "bold green")
         if a.status == "applied" and a.branch:
             action.append(f" (branch {a.branch})")
     parts.append(Panel(action, title="Proposed action", title_align="left"))

@@ -152,3 +152,7 @@ def test_an_action_for_a_person_is_not_shown_as_pending_approval():
     screen = Console(width=200, record=True)
     screen.print(report_view(h))
     assert "investigate: revert it by hand and resolve - for a person to do" in screen.export_text()
+    from agent.serve.pages import _env  # the page: the verdict's action as a dict, one wording
+
+    said = _env().from_string("{{ action | status_said }}").render(action=h.action.model_dump())
+    assert said == "for a person to do (nothing to approve)"

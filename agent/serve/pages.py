@@ -10,6 +10,7 @@ from functools import cache
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from agent.grouped import for_screen, group_hypotheses
+from agent.state import Action
 
 LIVE = ("queued", "running", "applying", "rejecting")
 
@@ -19,6 +20,7 @@ def _env() -> Environment:
     env = Environment(loader=PackageLoader("agent.serve", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["when"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
     env.filters["short"] = lambda ref: (ref or "")[:10]
+    env.filters["status_said"] = lambda action: Action.model_validate(action).status_said
     return env
 
 
