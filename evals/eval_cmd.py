@@ -62,7 +62,11 @@ def eval_cmd(
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """Run scenario suites with a policy, score every run against its truth, report."""
-    store = Store(db_path(db))
+    # A set to compare, rescore or resume must be in a store that exists; a new evaluation opens
+    # (and so creates) its store only once its specs are read, so a refused input leaves no file.
+    stored = bool(compare or rescore_set or resume)
+    path = db_path(db, must_exist=stored)
+    store = Store(path) if stored else None
     try:
         if compare:
             a, b = _set(store, compare[0]), _set(store, compare[1])
@@ -130,6 +134,7 @@ def eval_cmd(
                 _bad(f"{spec}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
         if unrunnable and len(unrunnable) == len(specs):  # nothing here could run: say why, run nothing
             _bad(unrunnable[0])
+        store = store or Store(path)
         total = len(specs) * repeats
         with progress(transient=False, disable=json_out) as bar:
             task = bar.add_task(f"eval ({policy})", total=total)
@@ -184,4 +189,5 @@ def eval_cmd(
         if agg["runs"] and agg["crashed"] == agg["runs"]:
             raise typer.Exit(1)  # no run was scored: the evaluation itself failed
     finally:
-        store.close()
+        if store is not None:
+            store.close()

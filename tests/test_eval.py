@@ -11,6 +11,7 @@ import textwrap
 from tests.conftest import sleuth_exe, sleuth_in_process
 from tests.llm_server import ScriptedLLM
 from tests.test_llm_policy import calls
+from transcripts.store import Store
 
 # TP-4 on eight GPUs: a two-slot host (A/Bs on two warm servers), which keeps this suite quick.
 TINY = """
@@ -105,13 +106,20 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     assert proc.returncode == 0 and json.loads(proc.stdout)["aggregate"]["exact"] == res["aggregate"]["exact"]
 
 
-def test_eval_bad_input_is_one_line_exit_2(tmp_path):
-    proc = sleuth_in_process("eval", str(tmp_path / "nope"), "--db", str(tmp_path / "r.db"))
+def test_eval_bad_input_is_one_line_exit_2_and_leaves_no_store_behind(tmp_path):
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process("eval", str(tmp_path / "nope"), "--db", str(db))
     assert proc.returncode == 2 and "PATH:" in proc.stderr and "nope" in proc.stderr
     (tmp_path / "bad.toml").write_text("name = 'x'\n[alert]\ngood = 1\n")
-    proc = sleuth_in_process("eval", str(tmp_path / "bad.toml"), "--db", str(tmp_path / "r.db"))
+    proc = sleuth_in_process("eval", str(tmp_path / "bad.toml"), "--db", str(db))
     assert proc.returncode == 2 and "bad.toml: alert.bad: required field missing" in proc.stderr
-    proc = sleuth_in_process("eval", "--rescore", "set-none", "--db", str(tmp_path / "r.db"))
+    # A set to rescore, compare or resume is looked for in a store that exists; none was made.
+    for args in (["--rescore", "set-none"], ["--compare", "set-a", "set-b"], ["--resume", "set-none"]):
+        proc = sleuth_in_process("eval", *args, "--db", str(db))
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: --db: {db}: no run store here", proc.stderr
+    assert not db.exists()
+    Store(db).close()  # an empty store: the set is what is missing
+    proc = sleuth_in_process("eval", "--rescore", "set-none", "--db", str(db))
     assert proc.returncode == 2 and "SET:" in proc.stderr
 
 
