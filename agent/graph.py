@@ -36,17 +36,15 @@ from tools.host import HostError
 from tools.text import first_line
 from transcripts.cassette import Cassette, EventChecker, ReplayStop, Resumption
 from transcripts.lease import RunLease
-from transcripts.store import Store, StoreUnavailable, layout, unavailable
+from transcripts.store import Store, StoreUnavailable, layout, run_command, unavailable
 
 
 class HostLost(RuntimeError):
     """The hunt's host stopped answering mid-hunt: the run stops at its last checkpoint (the step
     in flight is measured again) and ``sleuth resume RUN`` continues it once the host answers."""
 
-    def __init__(self, run_id: str, reason: str) -> None:
-        super().__init__(
-            f"host: {reason}; run {run_id} stopped at its last checkpoint: `sleuth resume {run_id}` once it answers"
-        )
+    def __init__(self, run_id: str, reason: str, resume: str) -> None:
+        super().__init__(f"host: {reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers")
         self.run_id, self.reason = run_id, reason
 
 
@@ -142,7 +140,9 @@ class Hunter:
                 if isinstance(exc, HostError) or (isinstance(exc, RecordedError) and exc.kind == "HostError"):
                     # The host stopped answering (a dropped link, sshd restarted): not the hunt's
                     # failure either. Its worktrees there are cleaned by the next start.
-                    lost = HostLost(hunt.run_id, first_line(str(exc)))
+                    lost = HostLost(
+                        hunt.run_id, first_line(str(exc)), run_command("resume", hunt.run_id, self.store.path)
+                    )
                     rt.say(hunt, "error", str(lost))
                     raise lost from exc
                 hunt.status = "failed"
@@ -411,7 +411,8 @@ class Hunter:
 
     def _stopped(self, run_id: str, down: StoreUnavailable) -> None:
         """Say, where anything can still be written, why the run stopped and how it goes on."""
-        why = f"store: {down} (stopped at its last checkpoint; `sleuth resume {run_id}` once it is writable)"
+        resume = run_command("resume", run_id, self.store.path)
+        why = f"store: {down} (stopped at its last checkpoint; `{resume}` once it is writable)"
         with contextlib.suppress(Exception):
             self.store.update_run(run_id, status="failed", error=why)
         with contextlib.suppress(OSError):

@@ -47,12 +47,7 @@ from tools.host import HostError, LocalHost
 from tools.ssh import SSHHost
 from tools.text import first_line
 from transcripts.lease import RunBusy
-from transcripts.store import Store, StoreUnavailable, default_path, layout
-
-
-def default_db() -> Path:
-    return default_path()
-
+from transcripts.store import Store, StoreUnavailable, layout, run_command
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
 PolicyOpt = Annotated[str, typer.Option(help="methodical, bisect-only, or llm (with --model)")]
@@ -441,12 +436,6 @@ def hunt_cmd(
         llm=llm,
         run_id=run_id,
     )
-
-
-def run_command(verb: str, run_id: str, db: Path) -> str:
-    """The command that acts on a run (``sleuth approve RUN``, ``sleuth resume RUN``), with its
-    ``--db`` where the store is not the default one."""
-    return f"sleuth {verb} {run_id}" + (f" --db {db}" if db != default_db() else "")
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import git_in, one_slow_commit, sleuth_exe, sleuth_in_process, wait_for
 from tests.test_git_tools import fingerprint
-from transcripts.store import layout
+from transcripts.store import Store, layout
 
 # TP-4 servers on eight GPUs: two slots, so A/Bs interleave on two warm servers (the seed, TP-8 on
 # eight GPUs, is the one-slot host the demo and the LLM tests hunt).
@@ -736,6 +736,9 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tmp_path):
         r"error: host: .*; run (\S+) stopped at its last checkpoint: `sleuth resume \1 --db \S+` once it answers", err
     )
     assert said and "Traceback" not in err, err[-2000:] + out[-3000:]
+    # The run's own record (`sleuth show`, the service's page) says the same, with the store.
+    lost = [e["text"] for e in Store(db).events(said.group(1)) if e["kind"] == "error"]
+    assert any(f"`sleuth resume {said.group(1)} --db {db}` once it answers" in t for t in lost), lost
     server.start()  # the same port and keys
     try:
         proc = subprocess.run(

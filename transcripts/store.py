@@ -94,6 +94,12 @@ def default_path() -> Path:
     return base / "perf-sleuth" / "runs.db"
 
 
+def run_command(verb: str, run_id: str, db: Path) -> str:
+    """The command that acts on a run (``sleuth approve RUN``, ``sleuth resume RUN``), with its
+    ``--db`` where the store is not the default one."""
+    return f"sleuth {verb} {run_id}" + (f" --db {db}" if Path(db) != default_path() else "")
+
+
 def store_file(db: Path | None, must_exist: bool = False) -> Path:
     """The run store a command opens: ``db`` (``--db``), else ``default_path()``. Raises
     ``ValueError`` with one line naming where the path came from when it cannot be a store: a
