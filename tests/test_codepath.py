@@ -57,6 +57,16 @@ def test_entry_points_of_a_command_are_executed_without_an_import_line():
     )
 
 
+def test_files_a_command_names_are_its_input_whatever_their_suffix():
+    """A benchmark's prompts file is read, not imported: no trace shows it, and as a ``.txt``
+    outside any imported package it read as documentation, so a commit that changed only the
+    prompts was pruned and the step landed on a code commit beside it."""
+    _, named = entry_modules("python bench.py --prompts data/prompts.txt --config=conf/run.json --rate 0.5 /etc/x.txt")
+    assert named == {"bench.py", "data/prompts.txt", "conf/run.json"}
+    got = judge("c0ffee", ["data/prompts.txt"], MODULES, named, PRESENT)
+    assert not got.pruned and got.reason == "data/prompts.txt is named by the command"
+
+
 MODULES = {"pkg", "pkg.fast"}
 PRESENT = {"pkg/__init__.py", "pkg/fast.py", "pkg/slow.py", "bench.py", "README.md", "setup.py"}
 

@@ -79,15 +79,25 @@ def imported_modules(text: str) -> set[str]:
 
 
 def entry_modules(command: str) -> tuple[set[str], set[str]]:
-    """What a benchmark command runs without importing it: ``python -m MOD`` (runpy executes it as
-    ``__main__``) and ``python path/to/script.py``. Returns (modules, script paths)."""
+    """What a benchmark command runs or reads without importing it: ``python -m MOD`` (runpy
+    executes it as ``__main__``), ``python path/to/script.py``, and every other relative file it
+    names (``--prompts data/prompts.txt``, ``--config=conf/run.json``: its input, which no import
+    line shows; a ``.txt`` there is not documentation). Returns (modules, file paths)."""
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
     modules = {words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m"}
-    scripts = {w.removeprefix("./") for w in words if w.endswith(".py") and not w.startswith("-")}
-    return modules, scripts
+    files = set()
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+        path = value.removeprefix("{worktree}/").removeprefix("./")
+        if (i and words[i - 1] == "-m") or not path or path.startswith(("-", "/", "{", "$", "~")):
+            continue
+        name = PurePosixPath(path).name
+        if "." in name.strip(".") and not re.fullmatch(r"[\d.]+", name):  # a file's name, not 0.5 or 10.0.0.1
+            files.add(path)
+    return modules, files
 
 
 def _module_parts(path: str) -> tuple[str, ...]:
@@ -139,7 +149,9 @@ def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], pres
     why_kept = []
     for f in files:
         kind = _kind(f)
-        if kind == "python":
+        if kind != "python" and f in scripts:
+            why_kept.append(f"{f} is named by the command")
+        elif kind == "python":
             if f in scripts or imported(f, modules):
                 why_kept.append(f"{f} is executed")
             elif f not in present:
