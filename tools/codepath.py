@@ -12,7 +12,8 @@ still counts as executed) and so never prunes a commit that could matter; it nee
 the server's environment and no ``sitecustomize`` of ours shadowing the user's own.
 
 Kept, whatever the trace says: build and dependency files, native sources (a kernel is executed
-without an import line), anything that is neither Python nor documentation, a text file inside an
+without an import line), any file the command names (its input), anything that is neither Python
+nor documentation, a text file inside an
 imported package (data it may read: a ``.txt`` there is not documentation), and Python files
 that exist at neither traced end (nothing can be said about them).
 """
