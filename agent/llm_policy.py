@@ -41,10 +41,13 @@ def intake_message(hunt: Hunt) -> str:
     """The first user message: the alert, the target, the reproduction, the budgets."""
     t, r, b = hunt.target, hunt.regression, hunt.budget
     now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+    values = ", ".join(
+        f"{name} value {v:g}" for name, v in (("good", t.good_value), ("alerting", t.bad_value)) if v is not None
+    )
     lines = [
         f"Alert: {t.summary or 'a performance regression'}",
         f"Metric: {t.metric} ({'higher' if t.higher_is_better else 'lower'} is better); "
-        f"good value {t.good_value}, alerting value {t.bad_value}.",
+        + (f"{values}." if values else "no good or alerting value was given."),
         f"Repository: {t.repo}" + (f" on host {t.host}" if t.host else "") + ".",
     ]
     if t.good_ref:
@@ -55,8 +58,13 @@ def intake_message(hunt: Hunt) -> str:
         lines.append(
             f"Reproduced: the working tree measures {now.median:.4g} {t.metric} "
             f"(95% CI [{now.ci_low:.4g}, {now.ci_high:.4g}], {len(now.samples)} samples, noise CV "
-            f"{now.cv * 100:.1f}%), {r.get('delta_pct', 0):+.1f}% against the good value. "
-            f"It is measurement '{now.id}', label 'now'."
+            f"{now.cv * 100:.1f}%)"
+            + (
+                f", {r['delta_pct']:+.1f}% against the good value. "
+                if r.get("delta_pct") is not None
+                else "; with no good value, the drop is what the known-good ref measures against it. "
+            )
+            + f"It is measurement '{now.id}', label 'now'."
         )
     lines.append(
         f"Budgets: {b.max_probes} probes (measured states), {hunt.llm.max_turns if hunt.llm else '?'} turns. "

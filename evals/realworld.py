@@ -219,7 +219,8 @@ def build_case(
         higher_is_better=not case.lower_is_better,
         good_ref=case.good,
         setup=case.setup,
-        summary=case.description,
+        # No summary: the description names the cause (the truth the hunt is scored against), and
+        # a case is hunted as a person would from the CLI, told only --good and --bench.
     )
     if case.bench is not None:
         target.command = case.bench.replace("{case}", str(where))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.llm_policy import fit_context, ledger_summary
+from agent.llm_policy import fit_context, intake_message, ledger_summary
 from agent.llm_tools import Surface, trim
 from agent.runtime import Runtime
 from agent.state import Budget, Conversation, Hunt, Hypothesis, LLMSettings, Measured, Target
@@ -431,6 +431,21 @@ def _hunt_with_history(turns: int) -> Hunt:
         hunt.conversation.messages.append({"role": "assistant", "content": f"turn {i}", "tool_calls": [call]})
         hunt.conversation.messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "z" * 400})
     return hunt
+
+
+def test_the_first_message_states_only_the_values_it_was_given():
+    """A hunt told only --good and --bench has no good or alerting value: the model read "good
+    value None, alerting value None" and a reproduced drop of "+0.0% against the good value"."""
+    hunt = Hunt(run_id="r", policy="llm", model="m", target=Target(repo="/r", good_ref="abc"), budget=Budget())
+    now = Measured(id="m1", label="now", ref="HEAD", launch="", samples=[9.0, 10.0, 11.0], median=10.0,
+                   ci_low=9.0, ci_high=11.0, cv=0.1)  # fmt: skip
+    hunt.measurements, hunt.reproduced = [now], "m1"
+    said = intake_message(hunt)
+    assert "None" not in said and "+0.0%" not in said
+    assert "no good or alerting value was given" in said and "the known-good ref measures against it" in said
+    hunt.target.good_value, hunt.target.bad_value, hunt.regression = 90.0, 60.0, {"delta_pct": -33.3}
+    said = intake_message(hunt)
+    assert "good value 90, alerting value 60." in said and "-33.3% against the good value" in said
 
 
 def test_old_turns_are_folded_into_a_summary_of_the_ledger_when_the_context_is_full():

@@ -51,6 +51,9 @@ def test_every_case_names_its_report_fix_licence_and_full_shas_and_its_bundle_ho
             == 0
         )
         assert built.truth["root_causes"] == [{"kind": "commit", "ref": case.culprit}]
+        # The hunt is told what a person at the CLI tells it (--good, --bench), not the case's
+        # description: that names the cause, and it reached a model's first message as the alert.
+        assert built.target.summary == "" and case.description not in built.target.model_dump_json()
 
 
 MERGED = [LIZARD, REAL / "pygments_lua_indent" / "case.toml"]
