@@ -27,7 +27,7 @@ from agent.experiments import record_outcome, set_verdict
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectError, ProbeError
-from tools.measure import BrokenState
+from tools.measure import BrokenState, StateFailure
 from tools.packages import Change
 from tools.text import first_line
 
@@ -36,6 +36,12 @@ LEAST_DROP_PCT = 1.0  # ...nor one under this, whatever the alert reports (a mac
 
 
 # -- phases ----------------------------------------------------------------------------------
+def _said(exc: ProbeError) -> str:
+    """A failure in a sentence that names the state already: a state's own failure without its
+    label and ref ("benchmark command exit 1: ..."), anything else as raised."""
+    return exc.said if isinstance(exc, StateFailure) else str(exc)
+
+
 def _blame_the_command(hunt: Hunt, rt: Runtime) -> None:
     """HEAD's benchmark command yields no number: one sample at the good ref says whose fault it
     is. None there either: the command is wrong (a typo'd script, a relative path to a file
@@ -48,7 +54,7 @@ def _blame_the_command(hunt: Hunt, rt: Runtime) -> None:
         good = rt.measure(hunt, "good", t.good_ref, samples=1)
     except ProbeError as exc:
         hunt.bad_flag = "--bench"
-        said = first_line(exc)
+        said = first_line(_said(exc))
         missing = any(w in said for w in ("No such file", "can't open file", "not found"))
         hunt.error = f"the benchmark yields no number at HEAD nor at the good ref {t.good_ref}: {said}" + (
             " (it runs in a scratch worktree of each state: a script outside the repository needs its absolute path)"
@@ -67,7 +73,7 @@ def reproduce(hunt: Hunt, rt: Runtime) -> None:
         return
     except ProbeError as exc:  # it cannot be measured (a benchmark that fails, GPUs taken): say why
         hunt.status = "inconclusive"
-        hunt.error = f"the working tree cannot be measured: {first_line(exc)}"
+        hunt.error = f"the working tree cannot be measured: {first_line(_said(exc))}"
         _blame_the_command(hunt, rt)
         rt.say(hunt, "reproduce", hunt.error)
         return

@@ -19,7 +19,7 @@ from tools.text import fenced
 def verdict(hunt: Hunt) -> dict:
     """The verdict of DESIGN.md (fields added: target, demoted, reason, culprits, after, error,
     proposed_action.branch/.revert_sha/.detail, policy, llm: model, turns and tokens; cost:
-    launches, samples, device_s, build_s; broken: the states that did not serve or build; pruned:
+    launches, samples, device_s, build_s; broken: the states that did not build, serve or run their benchmark; pruned:
     the commits the bisection left out because they touch no file the workload executes; undone:
     steps a later commit reverted, history rather than the cause at HEAD;
     root_cause.evidence / p_value / p_corrected / tests and shape: ``agent.evidence``)."""
@@ -285,9 +285,9 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     if hunt.broken:
         lines += [
             "",
-            "## States that did not serve or build",
+            "## States that did not build, serve or run",
             "",
-            "| state | ref | what happened | the log's first error |",
+            "| state | ref | what happened | the first error |",
             "| --- | --- | --- | --- |",
         ]
         lines += [

@@ -29,6 +29,7 @@ from tools.codepath import MAIN_GUARD, entry_modules, imported, judge
 from tools.host import Host, LocalHost
 from tools.measure import (
     BrokenState,
+    CommandFailed,
     Cost,
     Deadline,
     HostBusy,
@@ -85,7 +86,7 @@ def with_env(template: str, env: dict[str, str]) -> str:
 
 # Probe failures by kind: recorded with the kind's name and raised again as that kind in a replay.
 PROBE_ERRORS: dict[str, type[ProbeError]] = {
-    cls.__name__: cls for cls in (ProbeError, BrokenState, Unbuildable, HostBusy)
+    cls.__name__: cls for cls in (ProbeError, BrokenState, Unbuildable, CommandFailed, HostBusy)
 }
 
 

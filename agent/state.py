@@ -200,7 +200,7 @@ class Hunt(BaseModel):
     # Steps a bisection found that a later commit undid (sha, subject, reverted_by, revert_subject,
     # numbers): history, not the cause at HEAD (``agent.categories.history.at_head``).
     undone: list[dict] = []
-    broken: list[dict] = []  # states that did not serve or build: label, ref, how, failure, log
+    broken: list[dict] = []  # states that did not build, serve or run their benchmark: label, ref, how, failure, log
     head_broken: str | None = None  # HEAD (the working tree) does not serve: the failure, from its log
     action: Action | None = None
     events: list[Event] = []

@@ -102,8 +102,8 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         cmds.append(f"{approve_hint.replace(' approve ', ' reject ')} --reason '...'")
         parts.append(cmds)
     if hunt.broken:
-        broken = Table(title="States that did not serve or build", title_justify="left", show_edge=False)
-        for col in ("state", "ref", "what happened", "the log's first error"):
+        broken = Table(title="States that did not build, serve or run", title_justify="left", show_edge=False)
+        for col in ("state", "ref", "what happened", "the first error"):
             broken.add_column(col)
         for b in hunt.broken:
             broken.add_row(b["label"], b["ref"], b["how"], b.get("failure") or "-")

@@ -113,7 +113,7 @@ class Verdict(BaseModel):
     )
     cost: Cost = Field(description="launches, samples, device, build, launch and sample seconds, waits for busy GPUs")
     broken: list[dict[str, Any]] = Field(
-        description="states that did not build or serve: label, ref, how, failure, log"
+        description="states that did not build, serve or run their benchmark command: label, ref, how, failure, log"
     )
     pruned: list[dict[str, Any]] = Field(description="commits not bisected (sha, reason): they touch no executed file")
     undone: list[dict[str, Any]] = Field(description="steps a later commit reverted: history, not the cause at HEAD")

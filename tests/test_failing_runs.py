@@ -120,3 +120,17 @@ def test_a_benchmark_that_cannot_run_now_ends_the_hunt_inconclusive_with_its_err
     assert v["error"].startswith("the working tree cannot be measured: benchmark command exit 1"), v["error"]
     assert "No module named numpy" in v["error"]
     assert git_in(repo)("status", "--porcelain") == ""
+
+
+def test_a_commit_whose_benchmark_fails_mid_bisection_is_listed_with_the_states_that_did_not_run(tmp_path):
+    """A probe whose benchmark exits non-zero is skipped by the bisection, and the verdict's
+    ``broken`` lists it with how and why (it said "could not be measured" in the summary only, and
+    ``broken`` stayed empty: that list had only servers that did not start and builds that failed)."""
+    fails = "if subject == 'change 2':\n    sys.exit('SyntaxError: change 2 does not import')"
+    repo, good, culprit = _project(tmp_path, fails, only_culprit_in_lib=False)
+    parent = git_in(repo)("rev-parse", f"{culprit}^")
+    v = _hunt(repo, good, tmp_path)
+    assert parent[:10] in v["root_cause"]["summary"], v["root_cause"]
+    listed = [b for b in v["broken"] if b["ref"] == parent[:10]]
+    assert listed and listed[0]["how"] == "benchmark command exit 1", v["broken"]
+    assert listed[0]["failure"] == "SyntaxError: change 2 does not import", listed

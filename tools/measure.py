@@ -22,8 +22,9 @@ Every wait is bounded: the launch by ``launch_timeout_s``, each request by a tim
 the samples seen so far, the whole measurement by ``deadline`` (a wall-clock time: the hunt's
 budget). At the deadline the probe stops (server group killed, worktree removed) and ``Deadline``
 is raised. A state whose server dies at start, crashes on a request or stops answering raises
-``BrokenState`` (with the log's last error), a failing setup ``Unbuildable``: both are
-``ProbeError``s, so a bisection skips them and the hunt reports them.
+``BrokenState`` (with the log's last error), a failing setup ``Unbuildable``, a benchmark command
+that exits non-zero or prints no number ``CommandFailed``: all are ``ProbeError``s, so a bisection
+skips them and the hunt reports them.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class StateFailure(ProbeError):
         self.label, self.ref, self.how, self.failure, self.log = label, ref[:10], how, failure, log
         super().__init__(f"{label} ({ref[:10]}) {how}: {failure or 'no error in the log'}")
 
+    @property
+    def said(self) -> str:
+        """How it failed, without naming the state (for a sentence that already names it)."""
+        return f"{self.how}: {self.failure or 'no error in the log'}"
+
     def record(self) -> dict:
         """As plain data (what the transcript keeps; ``type(exc)(**record)`` rebuilds it)."""
         return {"label": self.label, "ref": self.ref, "how": self.how, "failure": self.failure, "log": self.log}
@@ -85,6 +91,13 @@ class BrokenState(StateFailure):
 
 class Unbuildable(StateFailure):
     """The per-probe setup (a build) failed in the state's worktree: skipped, never blamed."""
+
+
+class CommandFailed(StateFailure):
+    """The benchmark command exited non-zero or printed no number in the state's worktree (a
+    commit that does not import, a script that changed its output): the state's own failure,
+    listed with the states that did not build or serve. A command that timed out stays a plain
+    ``ProbeError``: a busy host can stretch a run, and it is tried again."""
 
 
 class HostBusy(ProbeError):
@@ -512,9 +525,10 @@ class Measurer:
         if res.timed_out and self._at_deadline():
             raise Deadline("the wall-time budget ran out during a benchmark command")
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
+        if res.timed_out:
+            raise ProbeError(f"benchmark command {timeout_said} in {worktree}: {tail[0][:200]}")
         if not res.ok:
-            why = timeout_said if res.timed_out else f"exit {res.exit_code}"
-            raise ProbeError(f"benchmark command {why} in {worktree}: {tail[0][:200]}")
+            raise CommandFailed(state.label, state.ref, f"benchmark command exit {res.exit_code}", tail[0][:200])
         try:
             written = None
             if out is not None:
@@ -524,7 +538,7 @@ class Measurer:
                 written = got.stdout
             value = workload.reader().read(res.stdout, written)
         except MetricError as exc:
-            raise ProbeError(f"benchmark command in {worktree}: {exc}") from None
+            raise CommandFailed(state.label, state.ref, "benchmark command", str(exc)) from None
         self._sampled(time.monotonic() - t0)
         return value, None
 
