@@ -36,6 +36,11 @@ class LLMError(RuntimeError):
         self.attempt_errors = attempt_errors or []
 
 
+class LLMDeadline(LLMError):
+    """The hunt's wall-time budget ran out before the endpoint answered (a hung server, retries):
+    the runtime ends the run on its budget, as a probe stopped at the deadline does."""
+
+
 class LLMConfig(BaseModel):
     model: str
     base_url: str | None = None  # default: $OPENAI_BASE_URL, else OpenAI
@@ -89,15 +94,19 @@ class LLM:
             max_retries=0,
         )
 
-    def chat(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
+    def chat(self, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> LLMReply:
+        """One answer. ``deadline`` (a ``time.time()``): no attempt waits past it, nor does a
+        backoff; past it ``LLMDeadline`` (a hung endpoint held a 60 s hunt for 490 s: four
+        attempts of the per-request timeout, with backoff)."""
         import openai
 
         retryable = tuple(getattr(openai, name) for name in RETRYABLE)
         errors: list[str] = []
         for attempt in range(1, self.cfg.max_attempts + 1):
+            timeout = self._left(deadline, errors)
             try:
                 resp = self.client.chat.completions.create(
-                    model=self.cfg.model, messages=messages, **({"tools": tools} if tools else {})
+                    model=self.cfg.model, messages=messages, timeout=timeout, **({"tools": tools} if tools else {})
                 )
             except retryable as exc:
                 errors.append(f"{type(exc).__name__}: {first_line(str(exc), 200)}")
@@ -105,13 +114,36 @@ class LLM:
                     raise LLMError(
                         f"{self.cfg.model}: no answer after {attempt} attempts ({errors[-1]})", errors
                     ) from exc
-                self.sleep(_wait(exc, self.cfg.backoff_s * 2 ** (attempt - 1)))
+                wait = _wait(exc, self.cfg.backoff_s * 2 ** (attempt - 1))
+                self.sleep(min(wait, self._left(deadline, errors)))
                 continue
             except openai.APIStatusError as exc:  # 400, 401, 404: retrying will not help
                 errors.append(f"{exc.status_code} {str(exc)[:200]}")
                 raise LLMError(f"{self.cfg.model}: {errors[-1]}", errors) from exc
-            return self._reply(resp, attempt, errors)
+            except (ValueError, TypeError, AttributeError) as exc:  # 200, but no chat completion (HTML, text)
+                raise self._not_a_completion(exc, errors) from exc
+            try:
+                return self._reply(resp, attempt, errors)
+            except (TypeError, AttributeError) as exc:
+                raise self._not_a_completion(exc, errors) from exc
         raise LLMError("unreachable")  # pragma: no cover
+
+    def _not_a_completion(self, exc: Exception, errors: list[str]) -> LLMError:
+        """An answer the SDK could not read as a chat completion (a proxy's HTML page, a wrong
+        ``--base-url``): not retried, the endpoint named (it was a bare JSONDecodeError)."""
+        errors.append(f"not a chat completion ({type(exc).__name__}: {first_line(str(exc), 120)})")
+        return LLMError(f"{self.cfg.model} at {self.client.base_url}: the answer is {errors[-1]}", errors)
+
+    def _left(self, deadline: float | None, errors: list[str]) -> float:
+        """The time an attempt (or a backoff) may take: the per-request timeout, cut to what is
+        left before ``deadline``; ``LLMDeadline`` when nothing is."""
+        if deadline is None:
+            return self.cfg.timeout_s
+        left = deadline - time.time()
+        if left <= 0:
+            last = f" (last: {errors[-1]})" if errors else ""
+            raise LLMDeadline(f"{self.cfg.model}: no answer before the wall-time budget ran out{last}", errors)
+        return min(self.cfg.timeout_s, left)
 
     def _reply(self, resp: Any, attempts: int, errors: list[str]) -> LLMReply:
         if not resp.choices:

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.llm import LLM, LLMConfig
+from agent.llm import LLM, LLMConfig, LLMDeadline
 from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
@@ -250,7 +250,8 @@ class Runtime:
         self._event(hunt, kinds[1], f"{name}: {status}", payload, took)
         if error is not None:
             if error["kind"] == "Deadline":
-                raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted mid-probe")
+                during = "waiting for the model" if name == "llm" else "mid-probe"
+                raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted {during}")
             if error["kind"] in PROBE_ERRORS:
                 raise probe_error(error)
             raise RecordedError(error["kind"], error["message"])
@@ -272,7 +273,10 @@ class Runtime:
         def live() -> dict:
             if self._llm is None:
                 self._llm = LLM(cfg)
-            return self._llm.chat(messages, tools).model_dump()
+            try:  # no longer than the hunt's wall-time budget allows, as a probe
+                return self._llm.chat(messages, tools, deadline=hunt.started_at + hunt.budget.max_wall_s).model_dump()
+            except LLMDeadline as exc:
+                raise Deadline(str(exc)) from None
 
         def said(reply: dict) -> str:
             names = ", ".join(c["name"] for c in reply["tool_calls"])

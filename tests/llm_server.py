@@ -38,6 +38,14 @@ class ScriptedLLM:
                 if "delay" in step:
                     time.sleep(step["delay"])
                     step = {"content": "too late"}
+                if "raw" in step:  # a body that is no chat completion (a proxy's HTML page)
+                    data = step["raw"].encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if "status" in step:
                     error = {"error": {"message": f"scripted {step['status']}", "type": "scripted"}}
                     self._send(step["status"], error, {"retry-after-ms": str(step.get("retry_after_ms", 10))})

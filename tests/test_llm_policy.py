@@ -351,6 +351,31 @@ def test_an_endpoint_that_keeps_failing_ends_the_run_inconclusive_not_with_a_tra
     assert json.loads(resp[0])["error"]["kind"] == "LLMError"
 
 
+def test_a_hung_endpoint_holds_the_hunt_no_longer_than_its_wall_time_budget(tiny, tmp_path):
+    """Every wait has a timeout, and the user's budget holds: an endpoint that never answers held
+    a --max-wall 60 hunt for 490 s (four attempts of the 120 s per-request timeout, with backoff)."""
+    repo, good = tiny
+    with ScriptedLLM([{"delay": 100}] * 4) as llm:
+        proc = tiny_hunt(repo, good, llm, tmp_path / "r.db", "--max-wall", "20")
+        assert len(llm.requests) == 1  # the one attempt ran into the deadline; no retry after it
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive", v
+    assert "wall-time budget of 20 s exhausted waiting for the model" in v["error"], v["error"]
+
+
+def test_an_answer_that_is_no_chat_completion_ends_the_run_inconclusive_naming_the_endpoint(tiny, tmp_path):
+    """HTTP 200 with an HTML page (a proxy, a wrong --base-url): it ended the run "failed" with a
+    bare "JSONDecodeError: Expecting value", the endpoint unnamed."""
+    repo, good = tiny
+    with ScriptedLLM([{"raw": "<html>not json"}] * 4) as llm:
+        proc = tiny_hunt(repo, good, llm, tmp_path / "r.db")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive" and "the model's endpoint failed" in v["error"], v
+    assert f"at {llm.base_url}" in v["error"] and "not a chat completion" in v["error"], v["error"]
+
+
 def test_429_then_an_answer_continues_the_hunt(tiny, tmp_path):
     repo, good = tiny
     script = [{"status": 429}, calls(("conclude", {"kind": "none", "summary": "nothing to see"}))]
