@@ -27,6 +27,7 @@ from agent.cli import (
     check_launch,
     console,
     off_the_line,
+    one_workload,
     out,
     print_json,
 )
@@ -115,6 +116,7 @@ def bisect_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Find the commit(s) that changed a benchmark metric between GOOD and BAD, with statistics."""
+    one_workload(bench, launch)
     shape: dict = {}
     if alert is not None:
         try:

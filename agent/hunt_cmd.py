@@ -32,6 +32,7 @@ from agent.cli import (
     console,
     db_path,
     off_the_line,
+    one_workload,
     out,
     print_json,
 )
@@ -327,6 +328,7 @@ def hunt_cmd(
     db: DbOpt = None,
 ) -> None:
     """Hunt a regression in a real repository (local, or --host over SSH)."""
+    one_workload(bench, launch)
     llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
     if run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", run_id):
         bad_input(f"--run-id: '{run_id}' is not a run id (letters, digits, . _ -)")
@@ -346,6 +348,7 @@ def hunt_cmd(
         if metric is not None or lower_is_better is not None:
             chosen = resolve_metric(metric or target.metric, metric_regex, bench_output, lower_is_better, None)
             target.metric, target.higher_is_better = chosen.metric, chosen.higher_is_better
+            warnings.append(chosen.warning or "")
     elif bench is not None:
         if not repo:
             bad_input("--repo: required")
@@ -369,6 +372,7 @@ def hunt_cmd(
                 bad_input(f"{flag}: required (or give --bench, or --alert)")
         check_launch("--launch", launch or "")
         chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, None)
+        warnings.append(chosen.warning or "")
         target = Target(
             repo=repo or "",
             launch=launch or "",

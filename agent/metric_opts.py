@@ -65,7 +65,7 @@ def resolve_metric(
         if name not in SERVER_METRICS:
             known = ", ".join(sorted(SERVER_METRICS))
             bad_input(f"--metric: '{name}' is not measured by sleuth bench (known: {known})")
-        return MetricChoice(metric=name, higher_is_better=_direction(name, lower))
+        return MetricChoice(metric=name, higher_is_better=_direction(name, lower), warning=_against_name(name, lower))
     if output is not None:
         path = PurePosixPath(output)
         if path.is_absolute() or ".." in path.parts:
@@ -76,7 +76,12 @@ def resolve_metric(
         flag = "--metric-regex" if regex and "regex" in str(exc) and not metric else "--metric"
         bad_input(f"{flag}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
     if spec.name:
-        return MetricChoice(metric=spec.name, higher_is_better=_direction(spec.name, lower), output=output)
+        return MetricChoice(
+            metric=spec.name,
+            higher_is_better=_direction(spec.name, lower),
+            output=output,
+            warning=_against_name(spec.name, lower),
+        )
     if output is not None or "{out}" in command:
         bad_input("--metric: name the key to read from the benchmark's output file")
     if lower is None:
@@ -88,6 +93,20 @@ def resolve_metric(
         )
     warning = None if regex else LAST_NUMBER_WARNING
     return MetricChoice(metric="value", higher_is_better=not lower, regex=regex, warning=warning)
+
+
+def _against_name(name: str, lower: bool | None) -> str | None:
+    """A warning where the direction given contradicts the one the metric's name says (a
+    ``p99_latency_ms`` given ``--higher-is-better`` read a 30 % rise as no regression): the flag
+    holds, as the user may know better, but it is said."""
+    known = higher_is_better(name)
+    if lower is None or known is None or known != lower:
+        return None
+    given, named = ("lower", "higher") if lower else ("higher", "lower")
+    return (
+        f"--{given}-is-better: '{name}' reads as {named}-is-better by its name; taken as given, "
+        f"so a {'rise' if given == 'lower' else 'fall'} of it is the regression hunted"
+    )
 
 
 def _direction(name: str, lower: bool | None) -> bool:

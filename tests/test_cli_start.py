@@ -61,3 +61,43 @@ def test_a_bad_input_line_prints_brackets_as_they_are():
     'v1[bold]' or a path with '[x]' lost them)."""
     proc = sleuth_in_process("bench", "--endpoint", "host[bold]:1", "--model", "m")
     assert proc.returncode == 2 and "'host[bold]:1' is not an http(s) URL" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["hunt", "--samples", "2"],
+            "error: Invalid value for '--samples': Input should be greater than or equal to 3",
+        ),
+        (
+            ["bisect", "--max-wall", "-5"],
+            "error: Invalid value for '--max-wall': Input should be greater than or equal",
+        ),
+        (["hunt", "--nope"], "error: No such option: --nope"),
+        # click lets the last of a flag pair win: a latency rise was read as "no regression"
+        (["hunt", "--lower-is-better", "--higher-is-better"], "error: --lower-is-better/--higher-is-better: give one"),
+    ],
+)
+def test_a_usage_error_is_one_line_exit_2_like_every_other_bad_input(args, expected):
+    """click framed these in a box of a dozen lines (exit 2 all the same)."""
+    from tests.conftest import sleuth_exe
+
+    proc = subprocess.run([sleuth_exe(), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(expected), proc.stderr
+
+
+def test_a_command_and_a_launch_at_once_are_refused_not_one_ignored(tmp_path):
+    for command in ("hunt", "bisect"):
+        proc = sleuth_in_process(command, "--bench", "python3 b.py", "--launch", "serve --port {port}")
+        assert proc.returncode == 2 and proc.stderr.startswith("error: --bench/--launch: give one"), proc.stderr
+
+
+def test_a_direction_against_the_metrics_name_is_taken_and_said():
+    from agent.metric_opts import resolve_metric
+
+    given = resolve_metric("p99_latency_ms", None, None, False, "python3 b.py")  # --higher-is-better
+    assert given.higher_is_better and "'p99_latency_ms' reads as lower-is-better by its name" in given.warning
+    assert resolve_metric("p99_latency_ms", None, None, True, "python3 b.py").warning is None
+    assert resolve_metric("tok_per_s", None, None, None, None).warning is None
