@@ -29,24 +29,28 @@ def explains(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
     return cmp.verdict == "different" and _could_explain(hunt, cmp, fast, slow)
 
 
-def _could_explain(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> bool:
+def _could_explain(hunt: Hunt, cmp, fast: Measured, slow: Measured, least: float | None = None) -> bool:
     """The A/B's estimate, whatever its significance: the right way, and at least the smallest
-    effect that matters."""
-    return is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= min_effect_pct(hunt)
+    effect that matters (``least``, in percent, where the caller knows it better)."""
+    return is_better(hunt, fast, slow) and abs(cmp.delta_pct) >= (least or min_effect_pct(hunt))
 
 
-def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured) -> str:
+def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured, least: float | None = None) -> str:
     """A hypothesis' status from its A/B: ``supported`` when it explains the regression
     (``explains``); ``inconclusive`` when it stayed unknown after all its rounds while its
     estimate, in the right direction, is at least the smallest effect that matters and its
     one-sided test does not rule such a gain out (noise too high for the samples: a refutation
     there would send the hunt on to "the known-good commit measures like HEAD" on no evidence);
-    otherwise ``refuted`` (the same, the wrong way, too small by its estimate, or ruled out)."""
-    if explains(hunt, cmp, fast, slow):
+    otherwise ``refuted`` (the same, the wrong way, too small by its estimate, or ruled out).
+    ``least``: the smallest effect, in percent, in place of ``min_effect_pct``."""
+    if cmp.verdict == "different" and _could_explain(hunt, cmp, fast, slow, least):
         return "supported"
-    if cmp.verdict == "unknown" and _could_explain(hunt, cmp, fast, slow) and not ruled_out(cmp):
+    if cmp.verdict == "unknown" and _could_explain(hunt, cmp, fast, slow, least) and not ruled_out(cmp):
         return "inconclusive"
     return "refuted"
+
+
+MIN_DROP_PCT = 3.0  # a reproduced drop smaller than this (the median's, against the alert's good value) is not hunted
 
 
 def min_effect_pct(hunt: Hunt) -> float:

@@ -23,7 +23,7 @@ from functools import cache
 
 from agent import categories, multiple, residual
 from agent.categories import broken, dependencies, environment, history
-from agent.experiments import record_outcome, set_verdict
+from agent.experiments import MIN_DROP_PCT, record_outcome, set_verdict
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectError, ProbeError
@@ -31,7 +31,6 @@ from tools.measure import BrokenState, StateFailure
 from tools.packages import Change
 from tools.text import first_line
 
-MIN_DROP_PCT = 3.0  # a reproduced drop smaller than this (the median's, against the alert's good value) is not hunted
 LEAST_DROP_PCT = 1.0  # ...nor one under this, whatever the alert reports (a machine's load moves a benchmark that much)
 
 
