@@ -120,10 +120,7 @@ class LiveView:
         t = Table(show_header=True, header_style="dim", box=None)
         for col in ("state", "ref", hunt.target.metric, "n"):
             t.add_column(col)
-        latest = {}
-        for m in hunt.measurements:
-            latest[m.label] = m
-        for m in list(latest.values())[-8:]:
+        for m in hunt.latest_states()[-8:]:
             t.add_row(m.label, m.ref[:10], f"{m.median:.4g}", str(len(m.samples)))
         self.live.update(Group(head, hyp, t, Text(text, style="dim")))
 

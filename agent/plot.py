@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.state import Hunt, Measured
+from agent.state import Hunt
 
 GOOD, BAD, POINT, SAMPLE, CULPRIT = "#2a9d2a", "#c23b22", "#1f5fa8", "#9a9a9a", "#d97706"
 PANEL_WIDTH_IN = 9.0  # at 100 dpi: 900 px, 1250 with the confirmation; 460 px high
@@ -150,10 +150,7 @@ def _labelled(commits: list[str], measured: set[str], culprits: set[str], broken
 
 
 def _states_panel(ax, hunt: Hunt) -> None:
-    latest: dict[str, Measured] = {}
-    for m in hunt.measurements:
-        latest[m.label] = m
-    ms = list(latest.values())
+    ms = hunt.latest_states()
     xs = range(len(ms))
     for x, m in zip(xs, ms, strict=True):
         ax.plot([x + 0.15] * len(m.samples), m.samples, ".", color=SAMPLE, markersize=3)

@@ -107,8 +107,8 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     """The Numbers table as the terminal shows it, on one screen: the bisection's probes as one
     row (their range; culprit^ and culprit, measured afresh, say where the step is), the rest as
     in the Markdown report."""
-    latest = _latest(hunt)
-    probes = [m for label, m in latest.items() if label.startswith("bisect ")]
+    latest = hunt.latest_states()
+    probes = [m for m in latest if m.label.startswith("bisect ")]
     if len(probes) <= 2:
         return number_rows(hunt)
     medians = [m.median for m in probes]
@@ -116,7 +116,7 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")
     folded = {id(m) for m in probes}
     rows = _alert_rows(hunt)
-    for m in latest.values():
+    for m in latest:
         if m is probes[0]:
             rows.append(one)
         elif id(m) not in folded:
@@ -129,15 +129,7 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    return [*_alert_rows(hunt), *map(_measurement_row, _latest(hunt).values()), *_after_rows(hunt)]
-
-
-def _latest(hunt: Hunt) -> dict:
-    """Each label's latest measurement, in order of the label's first appearance."""
-    latest = {}
-    for m in hunt.measurements:
-        latest[m.label] = m
-    return latest
+    return [*_alert_rows(hunt), *map(_measurement_row, hunt.latest_states()), *_after_rows(hunt)]
 
 
 def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:

@@ -220,5 +220,15 @@ class Hunt(BaseModel):
     def get(self, mid: str) -> Measured:
         return next(m for m in self.measurements if m.id == mid)
 
+    def latest_states(self) -> list[Measured]:
+        """Each state's latest measurement (a label at one commit), in order of first appearance:
+        what the Numbers table, the plot and the live view show. Keyed by the label alone, two
+        culprits' reverts (both "HEAD+revert") showed as one row, the second's number beside the
+        first's summary."""
+        latest: dict[tuple[str, str], Measured] = {}
+        for m in self.measurements:
+            latest[(m.label, m.ref)] = m
+        return list(latest.values())
+
     def hyp(self, hid: str) -> Hypothesis:
         return next(h for h in self.hypotheses if h.id == hid)

@@ -317,3 +317,28 @@ def test_a_real_cases_report_fits_one_screen_with_the_bisection_as_one_row():
     assert any("Commits not bisected: 22 (22 touches only documentation)" in line for line in screen)
     text = markdown(hunt)  # the document keeps every probe and the pruned table
     assert "| bisect 00000006 (`" in text and "## Commits not bisected" in text
+
+
+def test_two_culprits_reverts_are_two_rows_and_a_small_further_step_is_said_with_its_numbers():
+    """Both confirmations measure a state labelled HEAD+revert (each a different revert commit):
+    keyed by label, the table showed one row, the second's number beside the first's summary. A
+    further step whose revert recovers 6.5 % at p = 0.0006, under what a cause must, was "dropped:
+    its revert recovers nothing"."""
+    from agent.categories.history import _dropped_said
+    from agent.report import number_rows
+    from agent.state import Hunt, Measured, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="render_ms", command="true", higher_is_better=False))
+    for i, (ref, median) in enumerate((("a" * 40, 13.66), ("b" * 40, 16.74))):
+        hunt.measurements.append(Measured(id=f"m{i}", label="HEAD+revert", ref=ref, launch="", samples=[median],
+                                          median=median, ci_low=median, ci_high=median, cv=0.0))  # fmt: skip
+    rows = number_rows(hunt)
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("HEAD+revert", "aaaaaaaaaa", "13.66"),
+        ("HEAD+revert", "bbbbbbbbbb", "16.74"),
+    ]
+    hunt.target.good_value, hunt.target.bad_value = 12.75, 17.9  # a cause must recover a quarter: 7.2 %
+    hunt.confirmation = {"ok": False, "delta_pct": -6.5, "p_value": 0.00059}
+    assert _dropped_said(hunt, "b" * 40) == "its revert recovers 6.5% (p=0.00059), less than the 7.2% a cause must"
+    hunt.confirmation = {"ok": False, "delta_pct": -1.0, "p_value": 0.4}
+    assert _dropped_said(hunt, "b" * 40) == "its revert recovers nothing (-1.0% with it reverted, p=0.4)"

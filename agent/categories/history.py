@@ -366,7 +366,10 @@ def confirm_steps(hunt: Hunt, rt: Runtime) -> list[tuple[str, dict]]:
         head = (sha, h) if (h := _fresh_head(hunt)) is not None else head
         if not confirmed:
             if len(hunt.culprits) > 1:
-                rt.say(hunt, "confirm", f"{sha[:10]} dropped: its revert recovers nothing")
+                said = _dropped_said(hunt, sha)
+                rt.say(hunt, "confirm", f"{sha[:10]} dropped: {said}")
+                if said.startswith("its revert recovers ") and "nothing" not in said:
+                    hunt.root_summary += f"; {sha[:10]}, a further step the bisection found, is not a cause: {said}"
         elif kept and hunt.confirmation.get("untestable"):
             # A step beside a confirmed one needs its own A/B: the bisection's "more steps?" check
             # compares samples taken minutes apart, and load moves one against the other.
@@ -383,6 +386,17 @@ def confirm_steps(hunt: Hunt, rt: Runtime) -> list[tuple[str, dict]]:
     if hunt.root_ref != first:
         hunt.root_summary = f'{hunt.root_ref[:10]} "{subject_of(hunt, rt, hunt.root_ref)}"'
     return kept
+
+
+def _dropped_said(hunt: Hunt, sha: str) -> str:
+    """Why a further bisected step is not kept, from its revert's A/B (``hunt.confirmation``): a
+    recovery beyond noise but under what a cause must recover is said with its numbers ("recovers
+    nothing" was said of a 6.5 % recovery at p = 0.0006)."""
+    c = hunt.confirmation
+    d, p = c.get("delta_pct"), c.get("p_value")
+    if d is None or p is None or p > 0.01 or (d > 0) != hunt.target.higher_is_better:
+        return "its revert recovers nothing" + (f" ({d:+.1f}% with it reverted, p={p:.2g})" if d is not None else "")
+    return f"its revert recovers {abs(d):.1f}% (p={p:.2g}), less than the {min_effect_pct(hunt):.2g}% a cause must"
 
 
 def _at_head(
