@@ -35,6 +35,19 @@ def test_two_commits_sharing_the_drop_are_steps_and_many_small_ones_are_gradual(
     assert many["shape"] == "gradual" and len(many["steps"]) == 3
 
 
+def test_a_step_is_read_off_the_levels_beside_it_not_off_one_noisy_probe():
+    """The probe beside the culprit had 3 samples under load (16.6 to 24.0, median 23.8 for a true
+    16.5): read alone, a +29 % step was "+88.6 % (270 % of the drop)". Probes beyond it that its
+    samples cannot tell apart from it are one level with it."""
+    h = _hunt({0: 100, 3: 100, 5: 129, 7: 129}, [4])
+    h.measurements.append(_m(SHAS[4], 0))
+    h.measurements[-1].samples = [116.0, 188.0, 190.0]
+    for m in h.measurements[2:4]:  # the level after the step (commits 5 and 7), with its own noise
+        m.samples = [127.0, 128.0, 129.0, 130.0, 131.0]
+    (step,) = steps(h)["steps"]
+    assert 25 < step["delta_pct"] < 35 and 85 < step["share_pct"] < 120, step
+
+
 def test_a_single_culprit_with_intermediate_levels_says_the_drop_was_not_one_step():
     h = _hunt({0: 100, 2: 88, 5: 80, 7: 80}, [5])  # commit 2 sits 60 % of the way down: an earlier step
     s = steps(h)
