@@ -110,10 +110,8 @@ def eval_cmd(
                 _bad(f"PATH: {exc}")
             if not specs:
                 _bad(f"PATH: no .toml specs in {' '.join(paths or [])}")
-        from pydantic import ValidationError
-
         from evals.lab.spec import SpecError, load_spec
-        from evals.realworld import CASE_PYTHON_ENV, is_real, load_case, needs_said
+        from evals.realworld import CASE_PYTHON_ENV, CaseError, is_real, load_case, needs_said
 
         unrunnable: list[str] = []
         for spec in specs:
@@ -127,11 +125,8 @@ def eval_cmd(
                         unrunnable.append(said)
                 else:
                     load_spec(spec)
-            except SpecError as exc:
+            except (SpecError, CaseError) as exc:
                 _bad(str(exc))
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                _bad(f"{spec}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
         if unrunnable and len(unrunnable) == len(specs):  # nothing here could run: say why, run nothing
             _bad(unrunnable[0])
         store = store or Store(path)

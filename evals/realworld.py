@@ -35,6 +35,7 @@ the culprit as the truth. Everything needed is committed: CI has no network.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -42,7 +43,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.state import Target
 from tools.bench import BenchConfig
@@ -54,7 +55,8 @@ GIT_TIMEOUT_S = 300  # a local bundle unpacks in seconds; a hung git must not ha
 class RealCase(BaseModel):
     """``case.toml`` of a real regression (``evals/suites/real/NAME/``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: `lower_is_better = "yes"` or `requests = "10"` is refused, not coerced
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: str = Field(pattern=r"^real$", description='always "real" (what tells it from a lab scenario)')
     name: str = Field(pattern=r"^[a-z0-9_]+$", description="the case's folder name")
@@ -85,12 +87,24 @@ class RealCase(BaseModel):
     setup: str | None = Field(None, description="a build run in each probe's worktree first (cmake ...)")
     traits: list[str] = Field([], description="what the case exercises, for the corpus table")
 
+    # A check of several fields says which ones first ("FIELD/FIELD: reason"): ``case_problem``
+    # reports them as the field, as it reports any one field's error.
     @model_validator(mode="after")
     def _one_workload(self) -> RealCase:
         if (self.bench is None) == (self.launch is None):
-            raise ValueError("give exactly one of bench (a command) or launch (a server)")
+            raise ValueError("bench/launch: give exactly one of bench (a command) or launch (a server)")
         if self.launch is not None and (not self.served_model or self.metric == "value"):
-            raise ValueError("a launch case names its served_model and its metric (e.g. median_ttft_ms)")
+            raise ValueError(
+                "launch/served_model/metric: a launch case names its served_model and its metric (e.g. median_ttft_ms)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_ends(self) -> RealCase:
+        if self.bad == self.good:
+            raise ValueError("bad: the same commit as good (the range would be empty)")
+        if self.culprit == self.good:
+            raise ValueError("culprit: the same commit as good (the culprit comes after the known-good commit)")
         return self
 
     @field_validator("shallow")
@@ -135,9 +149,37 @@ def missing_needs(case: RealCase) -> list[str]:
     return got.stdout.split() if got.returncode == 0 else list(case.needs)
 
 
+class CaseError(ValueError):
+    """A case that cannot be run as written, in one line naming its file and the field."""
+
+
+def case_problem(exc: ValidationError) -> str:
+    """A validation error of ``case.toml`` in one line, ``FIELD: reason``. An unknown key comes
+    first (a typo, ``cullprit``, otherwise shows only as "culprit: Field required"), with the field
+    it probably meant; a check of several fields names them (``bench/launch: ...``)."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    err = errors[0]
+    field = ".".join(str(x) for x in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        near = difflib.get_close_matches(field, list(RealCase.model_fields), n=1)
+        msg = "unknown field" + (f" (did you mean {near[0]}?)" if near else "")
+    elif not field and (m := re.match(r"^([\w/]+): (.*)$", msg)):
+        field, msg = m.group(1), m.group(2)  # a check of several fields, named by it
+    return f"{field or '(top level)'}: {msg}"
+
+
 def load_case(path: Path, text: str | None = None) -> RealCase:
-    """A case from its ``case.toml`` (``text``: its contents, when read elsewhere)."""
-    return RealCase.model_validate(tomllib.loads(text if text is not None else path.read_text()))
+    """A case from its ``case.toml`` (``text``: its contents, when read elsewhere); ``CaseError``
+    (``PATH: FIELD: reason``, one line) when it is not valid TOML or not a valid case."""
+    try:
+        data = tomllib.loads(text if text is not None else path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise CaseError(f"{path}: invalid TOML: {exc}") from exc
+    try:
+        return RealCase.model_validate(data)
+    except ValidationError as exc:
+        raise CaseError(f"{path}: {case_problem(exc)}") from exc
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -247,3 +248,55 @@ def test_a_real_case_ships_its_folder_to_a_worker_that_does_not_share_the_driver
     assert not list((tmp_path / "tmp").iterdir())  # its scratch (clone, runs, checkpoints) is gone
     assert out["truth"]["root_causes"] == [{"kind": "commit", "ref": load_case(LIZARD).culprit}]
     assert out["measurements"] and out["repo_intact"]  # its benchmark ran from the shipped files
+
+
+GOOD_SHA = "1a1a719efc5921fb1109f057a9690f24f0ded866"
+CULPRIT_SHA = "b7453df0a81a6bf3063bf6ebc462efaac65ece77"
+BAD_SHA = "fab2f3b027a345c323813106d34325a2f3aea986"
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (  # a check of several fields names them, without pydantic's "Value error, "
+            lambda t: t.replace('bench = "', 'launch = "serve {port}"\nbench = "'),
+            "bench/launch: give exactly one of bench (a command) or launch (a server)",
+        ),
+        (  # a typo'd key is named, not only the field it left missing
+            lambda t: t.replace("culprit =", "cullprit ="),
+            "cullprit: unknown field (did you mean culprit?)",
+        ),
+        (  # no lax coercion: "yes" is not a boolean
+            lambda t: t.replace("lower_is_better = true", 'lower_is_better = "yes"'),
+            "lower_is_better: Input should be a valid boolean",
+        ),
+        (
+            lambda t: t.replace(f'bad = "{BAD_SHA}"', f'bad = "{GOOD_SHA}"'),
+            "bad: the same commit as good (the range would be empty)",
+        ),
+        (
+            lambda t: t.replace(f'culprit = "{CULPRIT_SHA}"', f'culprit = "{GOOD_SHA}"'),
+            "culprit: the same commit as good (the culprit comes after the known-good commit)",
+        ),
+    ],
+    ids=["bench-and-launch", "unknown-key", "string-for-bool", "good-is-bad", "culprit-is-good"],
+)
+def test_a_malformed_case_is_refused_before_any_run_in_one_line_naming_its_file_and_field(tmp_path, edit, said):
+    case = tmp_path / "lizard_jsx_regex"
+    shutil.copytree(LIZARD.parent, case)
+    (case / "case.toml").write_text(edit(LIZARD.read_text()))
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process("eval", str(tmp_path), "--db", str(db))
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stdout[-2000:]
+    assert proc.stderr == f"error: {case / 'case.toml'}: {said}\n"
+    assert not db.exists()
+
+
+def test_a_case_that_is_not_toml_is_named_by_its_full_path(tmp_path):
+    """With several cases in a suite, every one is a case.toml: the folder tells which."""
+    case = tmp_path / "lizard_jsx_regex"
+    shutil.copytree(LIZARD.parent, case)
+    (case / "case.toml").write_text(LIZARD.read_text() + "traits = [\n")
+    proc = sleuth_in_process("eval", str(tmp_path), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith(f"error: {case / 'case.toml'}: invalid TOML: "), proc.stderr

@@ -410,7 +410,7 @@ def load_spec(path: str | Path) -> Scenario:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{p}: cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{p.name}: invalid TOML: {exc}") from exc
+        raise SpecError(f"{p}: invalid TOML: {exc}") from exc  # the path: a suite's cases are all case.toml
     if data.get("kind") == "real":  # a real case's case.toml: sleuth eval hunts it, nothing is built
         raise SpecError(f'{p}: a real case (kind = "real"), not a lab scenario: run it with `sleuth eval {p.parent}`')
     try:
