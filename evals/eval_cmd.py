@@ -111,7 +111,7 @@ def eval_cmd(
             if not specs:
                 _bad(f"PATH: no .toml specs in {' '.join(paths or [])}")
         from evals.lab.spec import SpecError, load_spec
-        from evals.realworld import CASE_PYTHON_ENV, CaseError, is_real, load_case, needs_said
+        from evals.realworld import CASE_PYTHON_ENV, CaseError, history_problem, is_real, load_case, needs_said
 
         unrunnable: list[str] = []
         for spec in specs:
@@ -121,6 +121,8 @@ def eval_cmd(
                     for name in (case.bundle, case.licence):
                         if not (spec.parent / name).is_file():
                             _bad(f"{spec.parent / name}: missing (named by {spec.name}; the case cannot be unpacked)")
+                    if said := history_problem(spec.parent, case):  # its bundle holds the commits it names
+                        _bad(f"{spec}: {said}")
                     if said := needs_said(case, spec.parent.resolve()):  # its server's runtime is not here
                         unrunnable.append(said)
                 else:

@@ -193,20 +193,38 @@ class BuiltCase:
     truth: dict = field(default_factory=dict)
 
 
+def git_said(stderr: str) -> str:
+    """git's own words in one line: every line, its "error:"/"fatal:" dropped, a line that ends in
+    a colon joined to what follows ("Repository lacks these prerequisite commits: SHA"), where
+    the last line alone said only a SHA or "did not send all necessary objects"."""
+    out: list[str] = []
+    for raw in stderr.strip().splitlines():
+        line = re.sub(r"^(error|fatal|warning): ", "", raw.strip())
+        if not line:
+            continue
+        if out and out[-1].endswith(":"):
+            out[-1] += " " + line
+        else:
+            out.append(line)
+    said = "; ".join(out)
+    return said if len(said) <= 400 else said[:397] + "..."
+
+
 def case_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """git in a case's repository (quiet about detached checkouts, bounded by ``GIT_TIMEOUT_S``)."""
     base = ["git", "-C", str(repo), "-c", "advice.detachedHead=false"]
     proc = subprocess.run([*base, *args], check=False, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
-    if check and proc.returncode:  # git's own last words, not only "returned non-zero exit status"
-        said = (proc.stderr or proc.stdout).strip().splitlines()
-        raise RuntimeError(f"git {args[0]} failed ({proc.returncode}): {said[-1] if said else 'no output'}")
+    if check and proc.returncode:  # git's own words, not only "returned non-zero exit status"
+        raise RuntimeError(
+            f"git {args[0]} failed ({proc.returncode}): {git_said(proc.stderr or proc.stdout) or 'no output'}"
+        )
     return proc
 
 
-def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
-    """The case's history into a new repository at ``repo``, HEAD at the bad commit (detached is
-    avoided: a branch ``main``, as a user's checkout would be). The shallow boundary is declared
-    first, so git accepts a history cut below the known-good ref."""
+def _fetch_history(case_dir: Path, case: RealCase, repo: Path) -> None:
+    """The bundle's commits into a new repository at ``repo`` (its branch ``sleuth-case`` at the
+    bad commit; nothing checked out). The shallow boundary is declared first, so git accepts a
+    history cut below the known-good ref."""
     repo.mkdir(parents=True)
 
     def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -216,16 +234,65 @@ def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
     if case.shallow:
         (repo / ".git" / "shallow").write_text("".join(f"{s}\n" for s in case.shallow))
     bundle = str((case_dir / case.bundle).resolve())
-    if git("fetch", "-q", bundle, f"{case.bad}:refs/heads/sleuth-case", check=False).returncode != 0:
-        git("fetch", "-q", bundle, "HEAD:refs/heads/sleuth-case")  # a bundle made with HEAD as its ref
+    # Its ref at the bad commit (HEAD, as the guide's recipe makes it, or a branch), else its first:
+    # one fetch, so git's words are about this bundle (a second try said "couldn't find remote ref").
+    heads = [line.split()[:2] for line in git("bundle", "list-heads", bundle).stdout.splitlines() if line.strip()]
+    ref = next((r for sha, r in heads if sha == case.bad), heads[0][1] if heads else "HEAD")
+    git("fetch", "-q", bundle, f"{ref}:refs/heads/sleuth-case")
     head = git("rev-parse", "sleuth-case").stdout.strip()
     if head != case.bad:
         raise ValueError(f"{case_dir / case.bundle}: its head is {head}, not the case's bad commit {case.bad}")
+
+
+def unbundle(case_dir: Path, case: RealCase, repo: Path) -> None:
+    """The case's history into a new repository at ``repo``, HEAD at the bad commit (detached is
+    avoided: a branch ``main``, as a user's checkout would be). The shallow boundary is declared
+    first, so git accepts a history cut below the known-good ref."""
+    _fetch_history(case_dir, case, repo)
+
+    def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return case_git(repo, *args, check=check)
+
     git("checkout", "-q", "-B", "main", case.bad)
     git("branch", "-q", "-D", "sleuth-case")
     for sha in (case.good, case.culprit):
         if git("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode != 0:
             raise ValueError(f"{case_dir / case.bundle}: does not hold {sha} (cut too shallow?)")
+
+
+def history_problem(case_dir: Path, case: RealCase) -> str | None:
+    """What is wrong with the case's history, as ``FIELD: reason`` in one line (None: nothing):
+    a bundle that cannot be unpacked (git's words), a head other than ``bad``, a ``good`` or
+    ``culprit`` it does not hold, a culprit that does not descend from good or is not an ancestor
+    of bad. Checked before any run (a fetch into scratch space, no checkout: a second or so); the
+    hunt found it only once started ("crashed: ValueError")."""
+    import tempfile
+
+    bundle = case_dir / case.bundle
+    with tempfile.TemporaryDirectory(prefix="sleuth-case-check-") as tmp:
+        repo = Path(tmp) / "repo"
+        try:
+            _fetch_history(case_dir, case, repo)
+        except RuntimeError as exc:
+            return f"bundle: {bundle} cannot be unpacked: {exc}"
+        except ValueError:
+            head = case_git(repo, "rev-parse", "sleuth-case").stdout.strip()
+            return f"bad: {bundle}'s head is {head}, not {case.bad}"
+
+        def holds(sha: str) -> bool:
+            return case_git(repo, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+        def is_ancestor(a: str, b: str) -> bool:
+            return case_git(repo, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+        for name in ("good", "culprit"):
+            if not holds(getattr(case, name)):
+                return f"{name}: {getattr(case, name)} is not in {bundle} (cut too shallow? shallow lists its boundary)"
+        if not is_ancestor(case.good, case.culprit):
+            return f"culprit: {case.culprit} does not descend from good {case.good}"
+        if not is_ancestor(case.culprit, case.bad):
+            return f"culprit: {case.culprit} is not an ancestor of bad {case.bad}"
+    return None
 
 
 def needs_said(case: RealCase, where: Path) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.realworld import build_case, load_case, missing_needs
+from evals.realworld import build_case, history_problem, load_case, missing_needs
 from tests.conftest import git_in, sleuth_in_process
 from transcripts.store import Store
 
@@ -300,3 +300,127 @@ def test_a_case_that_is_not_toml_is_named_by_its_full_path(tmp_path):
     proc = sleuth_in_process("eval", str(tmp_path), "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert proc.stderr.startswith(f"error: {case / 'case.toml'}: invalid TOML: "), proc.stderr
+
+
+CASE_BENCH = (  # run in the probe's worktree: the project's lib.py says its cost
+    'import pathlib, random; print(float(pathlib.Path("lib.py").read_text().split("=")[1]) * random.gauss(1, 0.005))\n'
+)
+
+
+def make_case(where: Path, bench: str = "python3 {case}/bench.py") -> tuple[Path, dict[str, str]]:
+    """A real case of a small project, made as docs/guides/real-cases.md's "Making a case" says:
+    seven commits, the fifth three times slower; tags on good's parent and on bad; a clone
+    cut at the first (``--shallow-exclude``), bundled at its HEAD, ``shallow`` from its
+    ``.git/shallow``. Returns the case folder and the commits by name (c0 ... c6)."""
+    project = where / "project"
+    project.mkdir(parents=True)
+    g = git_in(project)
+    g("init", "-q", "-b", "main")
+    shas = {}
+    for i in range(7):
+        (project / "lib.py").write_text(f"COST = {3.0 if i >= 4 else 1.0}\n")
+        (project / "n").write_text(f"{i}\n")
+        g("add", ".")
+        g("commit", "-qm", f"c{i}")
+        shas[f"c{i}"] = g("rev-parse", "HEAD")
+    good, culprit, bad = shas["c2"], shas["c4"], shas["c5"]  # c6 is past bad: not in the bundle
+    g("tag", "case-cut", f"{good}^")
+    g("tag", "case-bad", bad)
+    case = where / "tiny_case"
+    case.mkdir()
+    cut = where / "sh"
+    subprocess.run(
+        ["git", "clone", "-q", "--shallow-exclude=case-cut", "--branch", "case-bad", f"file://{project}", str(cut)],
+        check=True,
+        capture_output=True,
+    )
+    git(cut, "bundle", "create", str(case / "history.bundle"), "HEAD")
+    shallow = (cut / ".git" / "shallow").read_text().split()
+    (case / "bench.py").write_text(CASE_BENCH)
+    (case / "LICENSE").write_text("MIT\n")
+    (case / "case.toml").write_text(
+        f"""kind = "real"
+name = "tiny_case"
+project = "someone/tiny"
+description = "c4 makes it three times slower"
+report = "https://example.org/issue/1"
+fix = "https://example.org/commit/1"
+licence = "LICENSE"
+bundle = "history.bundle"
+shallow = {json.dumps(shallow)}
+good = "{good}"
+bad = "{bad}"
+culprit = "{culprit}"
+bench = "{bench}"
+"""
+    )
+    return case, shas
+
+
+def test_a_case_made_by_the_guides_recipe_holds_good_culprit_and_bad(tmp_path):
+    case, shas = make_case(tmp_path)
+    assert load_case(case / "case.toml").shallow == [shas["c2"]]  # good itself: its parent is cut
+    assert history_problem(case, load_case(case / "case.toml")) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            lambda t, s: t.replace(s["c4"], "0123456789abcdef0123456789abcdef01234567"),
+            "culprit: 0123456789abcdef0123456789abcdef01234567 is not in {bundle} (cut too shallow? shallow lists "
+            "its boundary)",
+        ),
+        (
+            lambda t, s: t.replace(f'culprit = "{s["c4"]}"', f'culprit = "{s["c3"]}"').replace(
+                f'good = "{s["c2"]}"', f'good = "{s["c4"]}"'
+            ),
+            "culprit: {c3} does not descend from good {c4}",
+        ),
+        (lambda t, s: t.replace(f'good = "{s["c2"]}"', f'good = "{s["c1"]}"'), "good: {c1} is not in {bundle}"),
+        (
+            lambda t, s: t.replace(f'bad = "{s["c5"]}"', f'bad = "{s["c6"]}"'),
+            "bad: {bundle}'s head is {c5}, not {c6}",
+        ),
+    ],
+    ids=["culprit-not-held", "culprit-before-good", "good-not-held", "bad-not-its-head"],
+)
+def test_a_case_whose_bundle_lacks_its_commits_is_refused_before_any_run_naming_the_field(tmp_path, edit, said):
+    """It ran and "crashed: ValueError: ... does not hold ... (cut too shallow?)", exit 1."""
+    case, shas = make_case(tmp_path)
+    spec = case / "case.toml"
+    spec.write_text(edit(spec.read_text(), shas))
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process("eval", str(case), "--db", str(db))
+    assert (proc.returncode, proc.stdout, len(proc.stderr.splitlines())) == (2, "", 1), proc.stderr
+    assert proc.stderr.startswith(f"error: {spec}: " + said.format(bundle=case / "history.bundle", **shas)), proc.stderr
+    assert not db.exists()
+
+
+def test_a_bundle_that_lacks_its_prerequisites_says_so_in_gits_words(tmp_path):
+    """A bundle cut with a range (``git bundle create B good..bad``) needs commits it does not
+    carry: git's line says which; only its last line (a bare SHA) was kept."""
+    case, shas = make_case(tmp_path)
+    project = tmp_path / "project"
+    (case / "history.bundle").unlink()
+    git(project, "bundle", "create", str(case / "history.bundle"), f"{shas['c2']}..case-bad")
+    proc = sleuth_in_process("eval", str(case), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"cannot be unpacked: git fetch failed (1): Repository lacks these prerequisite commits: {shas['c2']}" in (
+        proc.stderr
+    )
+
+
+def test_a_case_without_its_shallow_boundary_cannot_be_unpacked_and_says_it_in_gits_words(tmp_path):
+    case = tmp_path / "lizard_jsx_regex"
+    shutil.copytree(LIZARD.parent, case)
+    (case / "case.toml").write_text(
+        LIZARD.read_text().replace('shallow = ["97dda39fb1121e10f0a54bf2f7f5c14233888764"]', "shallow = []")
+    )
+    proc = sleuth_in_process("eval", str(case), "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(
+        f"error: {case / 'case.toml'}: bundle: {case / 'history.bundle'} cannot be unpacked: git fetch failed (1): "
+        "Could not read "
+    ), proc.stderr
+    assert "; Failed to traverse parents of commit 97dda39fb1121e10f0a54bf2f7f5c14233888764" in proc.stderr
