@@ -76,6 +76,7 @@ def verdict(hunt: Hunt) -> dict:
         "pruned": [{"sha": p["sha"], "reason": p["reason"]} for p in hunt.pruned],
         "undone": hunt.undone,
         "error": hunt.error,
+        "bad_flag": hunt.bad_flag,
         "policy": hunt.policy,
         "llm": (
             {

@@ -118,5 +118,10 @@ class Verdict(BaseModel):
     pruned: list[dict[str, Any]] = Field(description="commits not bisected (sha, reason): they touch no executed file")
     undone: list[dict[str, Any]] = Field(description="steps a later commit reverted: history, not the cause at HEAD")
     error: str | None = Field(description="what stopped a failed or inconclusive hunt, in one line")
+    bad_flag: str | None = Field(
+        None,
+        description="the input that made the hunt impossible, as the flag that gave it: --bench when the "
+        "benchmark yields no number at HEAD nor at the good ref (error says why); null otherwise",
+    )
     policy: str = Field(description="methodical, bisect-only or llm")
     llm: dict[str, Any] | None = Field(description="the LLM policy's model, turns and tokens; null otherwise")

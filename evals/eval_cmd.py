@@ -142,6 +142,8 @@ def eval_cmd(
                     mark = "skipped: " + error.removeprefix("ValueError: ")
                 elif sc is None:
                     mark = "crashed: " + error[:160]
+                elif sc.case_error:  # the case's own input made the hunt impossible: not the agent's answer
+                    mark = "case error: " + first_line(sc.case_error, 200)
                 else:
                     mark = "exact" if sc.exact else "wrong"
                 bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False, markup=False, soft_wrap=True)
@@ -179,11 +181,12 @@ def eval_cmd(
         else:
             print(
                 f"set {set_id}: exact {agg['exact'] * 100:.0f} % of {agg['runs']} runs, "
-                f"mean probes {agg['mean_probes']:.1f}"
+                + (f"{agg['case_errors']} case errors (not counted), " if agg["case_errors"] else "")
+                + f"mean probes {agg['mean_probes']:.1f}"
                 + (f" ({agg['mean_probes_over_bound']:.2f} x bound)" if agg["mean_probes_over_bound"] else "")
                 + f", {s.get('wall_s', 0):.0f} s"
             )
-        if agg["runs"] and agg["crashed"] == agg["runs"]:
+        if agg["runs"] and agg["crashed"] + agg["case_errors"] == agg["runs"]:
             raise typer.Exit(1)  # no run was scored: the evaluation itself failed
     finally:
         if store is not None:

@@ -21,10 +21,14 @@ def _short(ref: str) -> str:
 
 
 def _scores(rows: list[dict]) -> list[dict]:
-    return [json.loads(r["score"]) for r in rows if r.get("score")]
+    """The runs judged against their truth: scored, and not a case error (a case whose own input
+    made the hunt impossible is neither exact nor wrong)."""
+    return [s for r in rows if r.get("score") and not (s := json.loads(r["score"])).get("case_error")]
 
 
 def aggregate(rows: list[dict]) -> dict:
+    """The set's numbers. ``runs`` = ``scored`` + ``crashed`` + ``case_errors``; ``exact``,
+    ``graded``, ``per_kind`` and the means are over the scored runs only."""
     scores = _scores(rows)
     by_kind: dict[str, list[dict]] = defaultdict(list)
     for s in scores:
@@ -34,6 +38,7 @@ def aggregate(rows: list[dict]) -> dict:
         "runs": len(rows),
         "scored": len(scores),
         "crashed": sum(1 for r in rows if r.get("error")),
+        "case_errors": sum(1 for r in rows if r.get("score") and json.loads(r["score"]).get("case_error")),
         "exact": sum(s["exact"] for s in scores) / len(scores) if scores else 0.0,
         "graded": sum(s["graded"] for s in scores) / len(scores) if scores else 0.0,
         "per_kind": {k: sum(s["exact"] for s in v) / len(v) for k, v in sorted(by_kind.items())},
@@ -88,7 +93,8 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
         "",
         f"policy **{set_row.get('policy')}**"
         + (f", model {set_row['model']}" if set_row.get("model") else "")
-        + f"; {agg['runs']} runs ({agg['crashed']} crashed), {set_row.get('workers')} workers, "
+        + f"; {agg['runs']} runs ({agg['crashed']} crashed, {agg['case_errors']} case errors), "
+        + f"{set_row.get('workers')} workers, "
         + f"{(set_row.get('wall_s') or 0):.0f} s wall",
         "",
         f"- exact: **{agg['exact'] * 100:.0f} %**, graded {agg['graded'] * 100:.0f} %",
@@ -117,6 +123,10 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
             )
             continue
         s = json.loads(r["score"])
+        if s.get("case_error"):  # the case's input, not the agent's answer
+            reason = s["case_error"].splitlines()[0].replace("|", "\\|")
+            lines.append(f"| {s['scenario']} | - | - | - | - | - | - | - | - | - | - | - | case error: {reason} |")
+            continue
         named = ", ".join(_short(n) for n in s["named"]) or s["got_kind"] or "-"
         truth = s["truth_kind"] + ": " + (", ".join(_short(t) for t in s["truth_refs"]) or "-")
         lines.append(

@@ -50,6 +50,9 @@ class Score(BaseModel):
     approval_before_mutation: bool
     repo_intact: bool
     error: str | None = None
+    # The case could not be hunted for its own input (the verdict's bad_flag: its benchmark yields
+    # no number at either end): the reason. Neither exact nor wrong: ``report.aggregate`` leaves it out.
+    case_error: str | None = None
 
 
 def _payload(e: dict) -> dict:
@@ -174,4 +177,7 @@ def score(
         approval_before_mutation=gate,
         repo_intact=repo_intact,
         error=verdict.get("error"),
+        case_error=(verdict.get("error") or f"{verdict['bad_flag']} gives nothing to hunt")
+        if verdict.get("bad_flag")
+        else None,
     )

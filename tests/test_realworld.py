@@ -307,12 +307,14 @@ CASE_BENCH = (  # run in the probe's worktree: the project's lib.py says its cos
 )
 
 
-def make_case(where: Path, bench: str = "python3 {case}/bench.py") -> tuple[Path, dict[str, str]]:
+def make_case(
+    where: Path, bench: str = "python3 {case}/bench.py", name: str = "tiny_case"
+) -> tuple[Path, dict[str, str]]:
     """A real case of a small project, made as docs/guides/real-cases.md's "Making a case" says:
     seven commits, the fifth three times slower; tags on good's parent and on bad; a clone
     cut at the first (``--shallow-exclude``), bundled at its HEAD, ``shallow`` from its
     ``.git/shallow``. Returns the case folder and the commits by name (c0 ... c6)."""
-    project = where / "project"
+    project = where / f"{name}-project"
     project.mkdir(parents=True)
     g = git_in(project)
     g("init", "-q", "-b", "main")
@@ -326,9 +328,9 @@ def make_case(where: Path, bench: str = "python3 {case}/bench.py") -> tuple[Path
     good, culprit, bad = shas["c2"], shas["c4"], shas["c5"]  # c6 is past bad: not in the bundle
     g("tag", "case-cut", f"{good}^")
     g("tag", "case-bad", bad)
-    case = where / "tiny_case"
+    case = where / name
     case.mkdir()
-    cut = where / "sh"
+    cut = where / f"{name}-sh"
     subprocess.run(
         ["git", "clone", "-q", "--shallow-exclude=case-cut", "--branch", "case-bad", f"file://{project}", str(cut)],
         check=True,
@@ -340,7 +342,7 @@ def make_case(where: Path, bench: str = "python3 {case}/bench.py") -> tuple[Path
     (case / "LICENSE").write_text("MIT\n")
     (case / "case.toml").write_text(
         f"""kind = "real"
-name = "tiny_case"
+name = "{name}"
 project = "someone/tiny"
 description = "c4 makes it three times slower"
 report = "https://example.org/issue/1"
@@ -401,7 +403,7 @@ def test_a_bundle_that_lacks_its_prerequisites_says_so_in_gits_words(tmp_path):
     """A bundle cut with a range (``git bundle create B good..bad``) needs commits it does not
     carry: git's line says which; only its last line (a bare SHA) was kept."""
     case, shas = make_case(tmp_path)
-    project = tmp_path / "project"
+    project = tmp_path / "tiny_case-project"
     (case / "history.bundle").unlink()
     git(project, "bundle", "create", str(case / "history.bundle"), f"{shas['c2']}..case-bad")
     proc = sleuth_in_process("eval", str(case), "--db", str(tmp_path / "r.db"))
@@ -424,3 +426,25 @@ def test_a_case_without_its_shallow_boundary_cannot_be_unpacked_and_says_it_in_g
         "Could not read "
     ), proc.stderr
     assert "; Failed to traverse parents of commit 97dda39fb1121e10f0a54bf2f7f5c14233888764" in proc.stderr
+
+
+def test_a_case_whose_benchmark_is_broken_at_both_ends_is_a_case_error_not_a_wrong_answer(tmp_path):
+    """Its bench script missing, the hunt ends "the benchmark yields no number at HEAD nor at the
+    good ref": the case's fault. It showed as "NAME: wrong" and counted against the agent."""
+    suite = tmp_path / "suite"
+    make_case(suite / "made")
+    make_case(suite / "made", bench="python3 {case}/no_such_bench.py", name="broken_case")
+    db = tmp_path / "r.db"
+    proc = sleuth_in_process("eval", str(suite), "--db", str(db))
+    said = proc.stdout + proc.stderr
+    assert "tiny_case: exact" in said, said[-3000:]
+    assert "broken_case: case error: the benchmark yields no number at HEAD nor at the good ref " in said
+    assert "broken_case: wrong" not in said
+    assert "exact 100 % of 2 runs, 1 case errors (not counted)" in proc.stdout and proc.returncode == 0
+    store = Store(db)
+    try:
+        (set_id,) = [s["id"] for s in store.db["eval_sets"].rows]
+    finally:
+        store.close()
+    agg = json.loads(sleuth_in_process("eval", "--rescore", set_id, "--db", str(db), "--json").stdout)["aggregate"]
+    assert (agg["runs"], agg["scored"], agg["case_errors"], agg["crashed"], agg["exact"]) == (2, 1, 1, 0, 1.0)
