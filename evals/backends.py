@@ -13,6 +13,9 @@ the alert and the repository only - never the spec or truth.json - exactly as wi
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -26,8 +29,43 @@ def _died(job: Job, exc: BaseException) -> dict:
     return {"job": job.model_dump(), "scenario": Path(job.spec).stem, "error": f"worker died: {exc}"}
 
 
+# A local worker's state: is it hunting, and has the driver stopped it (``LocalBackend``)?
+_running = False
+_stopping = False
+
+
+def _stop_worker(signum, _frame) -> None:
+    """SIGTERM from the driver: the hunt under way unwinds (servers stopped, scratch removed, as
+    on Ctrl-C in ``sleuth hunt``), once, and no job starts after it."""
+    global _stopping
+    if _stopping:
+        return  # its cleanup is not cut short by a second signal
+    _stopping = True
+    if _running:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _worker_init() -> None:
+    # Ctrl-C reaches the whole process group: the driver decides, and stops each worker itself.
+    # (A handler, not SIG_IGN: what a hunt starts gets the default back on exec.)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    signal.signal(signal.SIGTERM, _stop_worker)
+
+
+def _run_job_in_worker(job: Job) -> dict:
+    global _running
+    if _stopping:  # the evaluation was interrupted: a job already queued to this worker does not start
+        return _died(job, "stopped")
+    _running = True
+    try:
+        return run_job(job)
+    finally:
+        _running = False
+
+
 class LocalBackend:
-    """``workers`` processes on this machine (``ProcessPoolExecutor``)."""
+    """``workers`` processes on this machine (``ProcessPoolExecutor``). Stopped (Ctrl-C in the
+    driver), no job starts and each worker's hunt unwinds; the driver waits for them on exit."""
 
     name = "local"
 
@@ -37,14 +75,22 @@ class LocalBackend:
     def results(self, jobs: list[Job]) -> Iterator[tuple[Job, dict]]:
         if not jobs:
             return
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
-            futures = {pool.submit(run_job, j): j for j in jobs}
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)), initializer=_worker_init)
+        try:
+            futures = {pool.submit(_run_job_in_worker, j): j for j in jobs}
             for fut in as_completed(futures):
                 job = futures[fut]
                 try:
                     yield job, fut.result()
                 except Exception as exc:  # the worker process itself died
                     yield job, _died(job, exc)
+        except BaseException:  # Ctrl-C, or the consumer stopped: nothing more starts
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError):
+                    os.kill(proc.pid, signal.SIGTERM)
+            raise
+        pool.shutdown(wait=True)
 
 
 def run_job_on_ray(job: Job) -> dict:

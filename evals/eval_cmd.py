@@ -18,7 +18,7 @@ from evals import report
 from evals.backends import LocalBackend, RayBackend, RayError
 from evals.runner import find_specs, rescore, run_set, set_rows
 from tools.text import first_line
-from transcripts.store import Store
+from transcripts.store import Store, run_command
 
 
 def _bad(message: str) -> None:
@@ -133,31 +133,40 @@ def eval_cmd(
             _bad(unrunnable[0])
         store = store or Store(path)
         total = len(specs) * repeats
-        with progress(transient=False, disable=json_out) as bar:
-            task = bar.add_task(f"eval ({policy})", total=total)
+        from agent.state import new_run_id
 
-            def done(got: dict, sc) -> None:
-                error = first_line(got.get("error"), 200)
-                if sc is None and f"${CASE_PYTHON_ENV}" in error:  # needs_said: its server's runtime is not here
-                    mark = "skipped: " + error.removeprefix("ValueError: ")
-                elif sc is None:
-                    mark = "crashed: " + error[:160]
-                elif sc.case_error:  # the case's own input made the hunt impossible: not the agent's answer
-                    mark = "case error: " + first_line(sc.case_error, 200)
-                else:
-                    mark = "exact" if sc.exact else "wrong"
-                bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False, markup=False, soft_wrap=True)
-                bar.advance(task)
+        set_id = resume or "set-" + new_run_id()  # named before it runs: Ctrl-C says how to resume it
+        try:
+            with progress(transient=False, disable=json_out) as bar:
+                task = bar.add_task(f"eval ({policy})", total=total)
 
-            try:
-                set_id, _rows = run_set(
-                    specs, store, policy, model, repeats, workers, on_done=done, set_id=resume, llm=llm, backend=runner
-                )
-            except RayError as exc:
-                _bad(f"--backend ray: {exc}")
-            finally:
-                if isinstance(runner, RayBackend):
-                    runner.shutdown()
+                def done(got: dict, sc) -> None:
+                    error = first_line(got.get("error"), 200)
+                    if sc is None and f"${CASE_PYTHON_ENV}" in error:  # needs_said: its server's runtime is not here
+                        mark = "skipped: " + error.removeprefix("ValueError: ")
+                    elif sc is None:
+                        mark = "crashed: " + error[:160]
+                    elif sc.case_error:  # the case's own input made the hunt impossible: not the agent's answer
+                        mark = "case error: " + first_line(sc.case_error, 200)
+                    else:
+                        mark = "exact" if sc.exact else "wrong"
+                    bar.console.print(f"  {got.get('scenario')}: {mark}", highlight=False, markup=False, soft_wrap=True)
+                    bar.advance(task)
+
+                try:
+                    run_set(
+                        specs, store, policy, model, repeats, workers, on_done=done, set_id=set_id, llm=llm,
+                        backend=runner,
+                    )  # fmt: skip
+                except RayError as exc:
+                    _bad(f"--backend ray: {exc}")
+                finally:
+                    if isinstance(runner, RayBackend):
+                        runner.shutdown()
+        except KeyboardInterrupt:  # what finished is stored (and its wall time); --resume runs the rest
+            again = run_command("eval --resume", set_id, path)
+            sys.stderr.write(f"interrupted: set {set_id} stopped; `{again}` continues it\n")
+            raise typer.Exit(130) from None
         rows = set_rows(store, set_id)
         agg = report.aggregate(rows)
         s = _set(store, set_id)

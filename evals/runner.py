@@ -91,11 +91,18 @@ def run_set(
         if "eval_results" in store.db.table_names()
         else set()
     )
+    # A resumed set keeps when it started, and its wall time adds up every invocation's.
+    before = (
+        next(iter(store.db["eval_sets"].rows_where("id = ?", [set_id])), None)
+        if "eval_sets" in store.db.table_names()
+        else None
+    ) or {}
+    wall_before = float(before.get("wall_s") or 0.0)
     with store.transaction() as db:
         db["eval_sets"].upsert(
             {
                 "id": set_id,
-                "started": t0,
+                "started": before.get("started") or t0,
                 "policy": policy,
                 "model": model,
                 "llm": llm.model_dump_json() if llm else None,
@@ -114,6 +121,15 @@ def run_set(
         if (str(s), r) not in done_before
     ]
     rows = []
+    try:
+        _run_jobs(backend, jobs, store, set_id, rows, on_done)
+    finally:  # interrupted too: the time spent so far counts when it is resumed
+        with store.transaction() as db:
+            db["eval_sets"].update(set_id, {"ended": time.time(), "wall_s": wall_before + time.time() - t0}, alter=True)
+    return set_id, rows
+
+
+def _run_jobs(backend, jobs: list[Job], store: Store, set_id: str, rows: list[dict], on_done) -> None:
     for job, got in backend.results(jobs):
         sc = score_result(got)
         run_id = _store_run(store, got, set_id)
@@ -133,9 +149,6 @@ def run_set(
         rows.append(row)
         if on_done:
             on_done(got, sc)
-    with store.transaction() as db:
-        db["eval_sets"].update(set_id, {"ended": time.time(), "wall_s": time.time() - t0}, alter=True)
-    return set_id, rows
 
 
 def set_rows(store: Store, set_id: str) -> list[dict]:

@@ -448,3 +448,55 @@ def test_a_case_whose_benchmark_is_broken_at_both_ends_is_a_case_error_not_a_wro
         store.close()
     agg = json.loads(sleuth_in_process("eval", "--rescore", set_id, "--db", str(db), "--json").stdout)["aggregate"]
     assert (agg["runs"], agg["scored"], agg["case_errors"], agg["crashed"], agg["exact"]) == (2, 1, 1, 0, 1.0)
+
+
+def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resumed_wall_adds_up(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) exits 130 with one line that
+    says how the set goes on; nothing is left in scratch space; --resume runs what is missing and
+    the set's wall time is both invocations' (it was the last one's)."""
+    import signal
+    import time
+
+    from tests.conftest import sleuth_exe
+
+    suite = tmp_path / "suite"
+    for name in ("slow_a", "slow_b"):
+        case, _ = make_case(suite / "made", bench="python3 {case}/slow.py", name=name)
+        (case / "slow.py").write_text("import time; time.sleep(0.15)\n" + CASE_BENCH)
+    db, scratch = tmp_path / "r.db", tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sleuth_exe(), "eval", str(suite), "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(scratch.glob("sleuth-eval-*/case/repo")):
+        time.sleep(0.1)  # a worker is hunting its first case
+    time.sleep(1.0)
+    t_int = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    stopping = time.monotonic() - t_int
+    store = Store(db)
+    try:
+        (s,) = list(store.db["eval_sets"].rows)
+        first_wall = s["wall_s"]
+    finally:
+        store.close()
+    assert proc.returncode == 130, err[-3000:]
+    assert (
+        err.splitlines()[-1]
+        == f"interrupted: set {s['id']} stopped; `sleuth eval --resume {s['id']} --db {db}` continues it"
+    )
+    assert "Traceback" not in err and not list(scratch.iterdir()), err[-3000:]
+    assert first_wall > 1.0 and stopping < 30, stopping  # the hunt under way unwinds; the next never starts
+    t0 = time.monotonic()
+    resumed = sleuth_in_process("eval", "--resume", s["id"], "--db", str(db), "--json")
+    took = time.monotonic() - t0
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    got = json.loads(resumed.stdout)
+    assert got["aggregate"]["runs"] == 2 and first_wall < got["wall_s"] <= first_wall + took
