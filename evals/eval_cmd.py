@@ -70,7 +70,13 @@ def eval_cmd(
     try:
         if compare:
             a, b = _set(store, compare[0]), _set(store, compare[1])
-            print(report.compare(a, set_rows(store, a["id"]), b, set_rows(store, b["id"])))
+            rows_a, rows_b = set_rows(store, a["id"]), set_rows(store, b["id"])
+            if not report.shared_scenarios(rows_a, rows_b):  # side by side, nothing lines up
+                sys.stderr.write(f"warning: sets {a['id']} and {b['id']} share no scenario\n")
+            if json_out:
+                print(json.dumps(report.compare_json(a, rows_a, b, rows_b), indent=2))
+            else:
+                print(report.compare(a, rows_a, b, rows_b))
             return
         if rescore_set:
             s = _set(store, rescore_set)

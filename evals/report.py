@@ -140,6 +140,40 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
     return text
 
 
+def _by_scenario(rows: list[dict]) -> dict[str, dict]:
+    return {json.loads(r["score"])["scenario"]: json.loads(r["score"]) for r in rows if r.get("score")}
+
+
+def shared_scenarios(a: list[dict], b: list[dict]) -> set[str]:
+    """The scenarios both sets ran (by name; a crashed run counts)."""
+    return {r.get("scenario") for r in a} & {r.get("scenario") for r in b} - {None}
+
+
+def compare_json(a_row: dict, a: list[dict], b_row: dict, b: list[dict]) -> dict:
+    """``sleuth eval --compare A B --json``: each set (id, policy, model, wall, aggregate) and a row
+    per scenario with each set's score (null where that set has none: not run, or it crashed)."""
+
+    def side(row: dict, rows: list[dict]) -> dict:
+        return {
+            "set": row["id"],
+            "policy": row.get("policy"),
+            "model": row.get("model"),
+            "wall_s": row.get("wall_s"),
+            "aggregate": aggregate(rows),
+        }
+
+    sa, sb = _by_scenario(a), _by_scenario(b)
+    return {
+        "a": side(a_row, a),
+        "b": side(b_row, b),
+        "shared": len(shared_scenarios(a, b)),
+        "scenarios": [
+            {"scenario": name, "a": sa.get(name), "b": sb.get(name)}
+            for name in sorted({r.get("scenario") for r in a + b} - {None})
+        ],
+    }
+
+
 def compare(a_row: dict, a: list[dict], b_row: dict, b: list[dict]) -> str:
     ga, gb = aggregate(a), aggregate(b)
     sa = {json.loads(r["score"])["scenario"]: json.loads(r["score"]) for r in a if r.get("score")}

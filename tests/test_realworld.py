@@ -500,3 +500,28 @@ def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resume
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     got = json.loads(resumed.stdout)
     assert got["aggregate"]["runs"] == 2 and first_wall < got["wall_s"] <= first_wall + took
+
+
+def test_compare_gives_json_with_json_and_warns_when_the_sets_share_no_scenario(tmp_path):
+    """``--compare A B --json`` printed the Markdown table; two sets of different scenarios were
+    compared without a word (every row half empty)."""
+    db = tmp_path / "r.db"
+    sets = []
+    for name in ("case_one", "case_two"):
+        case, _ = make_case(tmp_path / "made", name=name)
+        proc = sleuth_in_process("eval", str(case), "--db", str(db), "--json")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        sets.append(json.loads(proc.stdout)["set"])
+    a, b = sets
+    proc = sleuth_in_process("eval", "--compare", a, b, "--db", str(db), "--json")
+    assert proc.returncode == 0 and proc.stderr == f"warning: sets {a} and {b} share no scenario\n"
+    got = json.loads(proc.stdout)
+    assert (got["a"]["set"], got["b"]["set"], got["shared"]) == (a, b, 0)
+    assert got["a"]["aggregate"]["runs"] == 1 and got["a"]["policy"] == "methodical"
+    assert [(r["scenario"], r["a"] is None, r["b"] is None) for r in got["scenarios"]] == [
+        ("case_one", False, True),
+        ("case_two", True, False),
+    ]
+    assert got["scenarios"][0]["a"]["exact"] is True
+    same = sleuth_in_process("eval", "--compare", a, a, "--db", str(db))
+    assert same.returncode == 0 and same.stderr == "" and "| case_one | yes | yes |" in same.stdout
