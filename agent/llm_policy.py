@@ -163,13 +163,14 @@ class LLMPolicy(Methodical):
         c.messages.append({"role": "assistant", "content": reply["content"], **({"tool_calls": wire} if wire else {})})
         if reply["content"]:
             rt.say(hunt, "model", trim(reply["content"], 500))
-        valid = False
+        valid, last = False, "a reply with no tool call"
         for k in calls:
             if c.concluded:
                 content = "ignored: the investigation is concluded"
             else:
                 outcome = surface.run(k["name"], k["arguments"], k["parse_error"])
                 content, valid = outcome.content, valid or outcome.valid
+                last = content
             c.messages.append({"role": "tool", "tool_call_id": k["id"], "content": content})
         if not calls:
             c.messages.append(
@@ -178,7 +179,10 @@ class LLMPolicy(Methodical):
         c.invalid_streak = 0 if valid else c.invalid_streak + 1
         if c.invalid_streak >= s.max_invalid and not c.concluded:
             hunt.status = "inconclusive"
-            hunt.error = f"the model made no valid tool call in {c.invalid_streak} replies in a row"
+            hunt.error = (
+                f"the model made no valid tool call in {c.invalid_streak} replies in a row "
+                f"(the last: {first_line(last, 200)})"
+            )
             rt.say(hunt, "error", hunt.error)
 
     def localize(self, hunt: Hunt, rt: Runtime) -> None:

@@ -247,13 +247,11 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
     ]
     for state, ref, *rest in number_rows(hunt):
         lines.append("| " + " | ".join([state + (f" (`{ref}`)" if ref else ""), *rest]) + " |")
-    lines += [
-        "",
-        "## Hypotheses",
-        "",
-        "| id | category | statement | verdict | evidence |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    lines += ["", "## Hypotheses", ""]
+    if not hunt.hypotheses:  # a table of headers only read as if a row were lost
+        lines.append("None stated.")
+    else:
+        lines += ["| id | category | statement | verdict | evidence |", "| --- | --- | --- | --- | --- |"]
     for g in for_screen(group_hypotheses(hunt.hypotheses)):  # one experiment's: one row; a screen at most
         covers = f": {g.covers_text()}" if len(g.ids) > 1 else ""
         cells = [g.id, g.category, g.statement + covers, f"**{g.status}**", g.reason]

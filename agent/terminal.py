@@ -81,7 +81,7 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     for g in for_screen(group_hypotheses(hunt.hypotheses)):
         statement = g.statement + (": " + g.covers_text() if len(g.ids) > 1 else "")
         hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), g.reason)
-    parts += [hyps, Text("")]
+    parts += [hyps if hunt.hypotheses else Text("Hypotheses: none stated"), Text("")]
 
     a = hunt.action
     action = Text()

@@ -333,7 +333,8 @@ def test_a_model_that_never_makes_a_valid_call_ends_the_run_inconclusive(tiny, t
     assert proc.returncode == 1
     v = json.loads(proc.stdout)
     assert v["status"] == "inconclusive"
-    assert "no valid tool call in 3 replies in a row" in v["error"]
+    assert "no valid tool call in 3 replies in a row (the last: error: " in v["error"], v["error"]
+    assert "unknown tool 'x'" in v["error"], v["error"]  # what was wrong with it, not only that it was
     assert llm.requests[1]["messages"][-1]["content"].startswith("Continue with tool calls")
 
 

@@ -138,6 +138,15 @@ def test_a_commits_tree_is_asked_of_git_once(tmp_path, tiny):
     assert asked == [good]
 
 
+def test_a_benchmark_commands_run_time_is_counted_as_it_runs_not_when_its_state_closes(tmp_path, tiny):
+    """A command's device time was added when its worktree was retired: a state still open at the
+    end of a hunt (an LLM run that measured only "now") cost "0.0 s running it" after five runs."""
+    repo, good = tiny
+    with Measurer(LocalHost(), LocalGit(repo), tmp_path / "logs") as m:
+        m.measure(State(label="now", ref=good, launch=""), Workload(command="python3 bench.py", metric="value"), 3)
+        assert m.cost.samples == 3 and m.cost.device_s > 0, m.cost  # the state is still open here
+
+
 def test_a_second_server_on_a_full_host_fails_at_start_as_a_real_one_does(lab):
     """The lab's GPU accounting: a TP-8 server holds all eight GPUs until it exits; another one
     started beside it fails with the out-of-memory message SGLang prints, and is no culprit."""

@@ -342,3 +342,19 @@ def test_two_culprits_reverts_are_two_rows_and_a_small_further_step_is_said_with
     assert _dropped_said(hunt, "b" * 40) == "its revert recovers 6.5% (p=0.00059), less than the 7.2% a cause must"
     hunt.confirmation = {"ok": False, "delta_pct": -1.0, "p_value": 0.4}
     assert _dropped_said(hunt, "b" * 40) == "its revert recovers nothing (-1.0% with it reverted, p=0.4)"
+
+
+def test_a_hunt_that_stated_no_hypothesis_says_so_instead_of_an_empty_table():
+    """An LLM run whose model never stated one showed the table's headers and nothing under them."""
+    from rich.console import Console
+
+    from agent.report import markdown
+    from agent.state import Hunt, Target
+    from agent.terminal import report_view
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/x", command="true"), status="inconclusive")
+    text = markdown(hunt)
+    assert "## Hypotheses\n\nNone stated." in text and "| id | category |" not in text
+    console = Console(record=True, width=120)
+    console.print(report_view(hunt))
+    assert "Hypotheses: none stated" in console.export_text()

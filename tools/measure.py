@@ -364,9 +364,7 @@ class Measurer:
             if workload.command is None:
                 server = self._launch(key, state, wt, stack)
                 launched = _Launched(stack, lambda: self._sample(server, workload, state), state.ref, server)
-            else:
-                up = time.monotonic()
-                stack.callback(lambda: self._add_device(time.monotonic() - up))
+            else:  # its device time is each run's own (``_run_command``), counted as it runs
                 launched = _Launched(stack, lambda: self._run_command(wt, workload, state))
             self._warm[key] = launched  # known before anything else can interrupt: closed on the way out
             # What a launch costs, without the time spent waiting for another process's GPUs.
@@ -512,16 +510,22 @@ class Measurer:
             self.host.run(["rm", "-f", out], timeout=self._bound(30))
         t0 = time.monotonic()
         timeout = self._bound(self.sample_timeout(self.health_timeout_s))
-        res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=timeout)
-        if res.timed_out and not self._at_deadline() and self._derived_timeout():
-            # Ten times the slowest run so far is a hang on a quiet host, but a busy one (a
-            # neighbour's build, a cold bytecode cache in a new worktree) can stretch one run
-            # that far: once more, with twice the time, before the state is called hanging.
-            first, timeout = timeout, self._bound(2 * timeout)
+        try:
             res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=timeout)
-            timeout_said = f"timed out twice ({first:.0f} s, then {timeout:.0f} s)"
-        else:
-            timeout_said = f"timed out ({timeout:.0f} s)"
+            if res.timed_out and not self._at_deadline() and self._derived_timeout():
+                # Ten times the slowest run so far is a hang on a quiet host, but a busy one (a
+                # neighbour's build, a cold bytecode cache in a new worktree) can stretch one run
+                # that far: once more, with twice the time, before the state is called hanging.
+                first, timeout = timeout, self._bound(2 * timeout)
+                res = self.host.run(cmd, cwd=worktree, env=state.env or None, timeout=timeout)
+                timeout_said = f"timed out twice ({first:.0f} s, then {timeout:.0f} s)"
+            else:
+                timeout_said = f"timed out ({timeout:.0f} s)"
+        finally:
+            # Device time as it runs, inside the measurement that asked for it: counted when the
+            # state's worktree was retired, a state still open at the end (an LLM run's "now")
+            # cost "0.0 s running it" after five samples.
+            self._add_device(time.monotonic() - t0)
         if res.timed_out and self._at_deadline():
             raise Deadline("the wall-time budget ran out during a benchmark command")
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
