@@ -214,7 +214,7 @@ def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None =
         out.print(report_view(hunt, approve_hint if hunt.status == "awaiting_approval" else None))
         out.print(f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}", highlight=False)
     else:  # a pipe or a file: the Markdown as it is, no line wrapped at a terminal's width
-        text = (run_dir / "report.md").read_text().split("## Timeline")[0].rstrip() + "\n\n"
+        text = (run_dir / "report.md").read_text().rstrip() + "\n\n"
         text += f"report: {run_dir / 'report.md'}  plot: {run_dir / 'hunt.png'}\n"
         if hunt.status == "awaiting_approval" and approve_hint:
             reject = approve_hint.replace(" approve ", " reject ")

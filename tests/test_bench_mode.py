@@ -63,8 +63,14 @@ def test_a_noisy_one_point_two_x_regression_is_decided_within_the_default_budget
     assert v["root_cause"]["kind"] == "commit"
     assert v["cost"]["launches"] == 0  # each sample its own process: nothing launched
     assert "launches" not in history["reason"]
-    report = (Path(str(db).removesuffix(".db") + ".runs") / v["run_id"] / "report.md").read_text()
+    run_dir = Path(str(db).removesuffix(".db") + ".runs") / v["run_id"]
+    report = (run_dir / "report.md").read_text()
     assert "samples of a benchmark command (each its own process: no launches)" in report
+    # The report is what a person reads, on one screen; every event, timed, is beside it (in the
+    # report, a real history's timeline was 200 of 257 lines).
+    events = (run_dir / "timeline.md").read_text().splitlines()[2:]
+    assert "## Timeline" not in report and len(report.splitlines()) < 60, len(report.splitlines())
+    assert len(events) > 60 and events[0].startswith("- +") and "intake" in events[0], events[:2]
 
 
 def test_an_inconclusive_hunt_names_the_budget_that_left_its_ab_undecided():
@@ -109,6 +115,12 @@ def test_a_significant_drop_under_five_percent_is_hunted_not_called_no_regressio
     slow = git("rev-list", "--reverse", f"{good}..HEAD").split()[1]
     v = hunt_bench(repo, good, tmp_path / "r.db")
     assert v["root_cause"]["kind"] == "commit" and v["root_cause"]["ref"] == slow, v["summary"]
+    # The report is what a person reads, on one screen; every event, timed, is beside it (in the
+    # report, a real history's timeline was 200 of 257 lines).
+    run_dir = tmp_path / "r.runs" / v["run_id"]
+    report, events = (run_dir / "report.md").read_text(), (run_dir / "timeline.md").read_text().splitlines()[2:]
+    assert "## Timeline" not in report and len(report.splitlines()) < 60, len(report.splitlines())
+    assert events[0].startswith("- +") and "intake" in events[0] and any(" verdict: " in e for e in events), events
 
 
 def test_a_budget_that_stops_the_bisection_keeps_what_it_learned(tmp_path):
