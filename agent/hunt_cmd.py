@@ -495,6 +495,17 @@ def _recorded_decision(hunt: Hunt, decision: Decision) -> bool:
     return (a.status != "rejected") == decision.approved
 
 
+def _why_not_awaiting(hunt: Hunt) -> str:
+    """Why there is nothing to decide on a run, in words: a proposed action for a person to do,
+    one already decided, or a run that ended (or runs) without one."""
+    a = hunt.action
+    if a is not None and a.kind == "investigate":
+        return f"its action is for a person to do, nothing to approve: {a.detail}"
+    if a is not None and a.status in ("approved", "applied", "rejected"):
+        return f"its action was {a.status}"
+    return f"it is {hunt.status}" + ("" if a is not None and a.kind != "none" else ", with no action proposed")
+
+
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db_path(db)
     if not layout(db).checkpoints.exists():
@@ -509,7 +520,7 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         pending = hunter.pending(run_id)
         recorded = not pending and _recorded_decision(hunter.current(run_id), decision)
         if not pending and not recorded:
-            bad_input(f"RUN: run '{run_id}' is not awaiting approval")
+            bad_input(f"RUN: run '{run_id}' is not awaiting approval ({_why_not_awaiting(hunter.current(run_id))})")
         if pending and decision.approved:
             _branch_free(hunter, hunter.current(run_id), decision)
         with store_guard(hunter, run_id):

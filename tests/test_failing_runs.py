@@ -134,3 +134,9 @@ def test_a_commit_whose_benchmark_fails_mid_bisection_is_listed_with_the_states_
     listed = [b for b in v["broken"] if b["ref"] == parent[:10]]
     assert listed and listed[0]["how"] == "benchmark command exit 1", v["broken"]
     assert listed[0]["failure"] == "SyntaxError: change 2 does not import", listed
+    # Its parent unmeasured, the culprit is likely, not proven: checking it is a person's to do,
+    # and an approval says so (it said only "is not awaiting approval").
+    assert v["proposed_action"]["kind"] == "investigate", v["proposed_action"]
+    refused = sleuth_in_process("approve", v["run_id"], "--db", tmp_path / "runs.db")
+    assert refused.returncode == 2, refused.stdout
+    assert "is not awaiting approval (its action is for a person to do, nothing to approve: " in refused.stderr
