@@ -43,6 +43,7 @@ class FirstNamed(BaseModel):
     tool_calls_total: int = 0
     excerpt: str | None = None
     abandoned: list[str] = []  # hypotheses the run refuted (its ledger; imported sessions have none)
+    refuted: list[str] = []  # of those, the ones that name the root cause: named, then dropped
 
 
 def pattern(ref: str, kind: Literal["commit", "uncommitted", "env", "config", "path"] | str) -> re.Pattern:
@@ -71,6 +72,7 @@ def first_named(
         tool_calls_total=sum(1 for e in events if e["kind"] == "tool_call"),
         abandoned=[h["statement"] for h in hypotheses or [] if h.get("status") in ("refuted", "demoted")],
     )
+    out.refuted = [a for a in out.abandoned if pat.search(a)]
     for i, e in enumerate(events):
         text = e["text"] or ""
         if e["kind"] == "tool_call":

@@ -43,6 +43,8 @@ def score(
             f"{run_id}: named {root_cause} at event #{res.seq} ({res.events_before} events and "
             f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
         )
+        if res.refuted:  # named, then dropped: the first mention was no finding
+            print(f"  then refuted by the run itself: {res.refuted[0][:120]}")
         if res.abandoned:
             print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(a[:70] for a in res.abandoned[:8]))
     else:

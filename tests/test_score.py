@@ -67,3 +67,13 @@ def test_our_own_run_lists_the_hypotheses_it_abandoned():
     ]
     res = first_named("r", events, "0be30d4b0d5468daf4ea34b01df1e142463a08aa", hypotheses=hyps)
     assert res.named and len(res.abandoned) == 2 and res.abandoned[0].startswith("NCCL_PROTO")
+
+
+def test_a_cause_the_run_named_and_then_refuted_is_said_to_be_refuted():
+    """A red herring the run stated, tested and refuted was "named at event #33" and nothing more:
+    the first mention of a cause the run itself dropped is no finding."""
+    events = [{"seq": 1, "t": 0.0, "kind": "hypothesis", "text": "h1 NCCL_DEBUG=INFO slows it", "payload": "{}"}]
+    hyps = [{"statement": "NCCL_DEBUG=INFO in the server's environment slows it", "status": "refuted"}]
+    res = first_named("r", events, "NCCL_DEBUG", kind="env", hypotheses=hyps)
+    assert res.named and res.refuted == ["NCCL_DEBUG=INFO in the server's environment slows it"]
+    assert first_named("r", events, "NCCL_ALGO", kind="env", hypotheses=hyps).refuted == []
