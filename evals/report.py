@@ -191,11 +191,15 @@ def compare(a_row: dict, a: list[dict], b_row: dict, b: list[dict]) -> str:
         "| scenario | A exact | B exact | A probes | B probes |",
         "| --- | :---: | :---: | ---: | ---: |",
     ]
+
+    def exact(x: dict | None) -> str:
+        if x is None:
+            return "-"
+        return "case error" if x.get("case_error") else "yes" if x["exact"] else "no"  # the case's, not the agent's
+
     for name in sorted(set(sa) | set(sb)):
         x, y = sa.get(name), sb.get(name)
         lines.append(
-            f"| {name} | {'yes' if x and x['exact'] else 'no' if x else '-'} | "
-            f"{'yes' if y and y['exact'] else 'no' if y else '-'} | "
-            f"{x['probes'] if x else '-'} | {y['probes'] if y else '-'} |"
+            f"| {name} | {exact(x)} | {exact(y)} | {x['probes'] if x else '-'} | {y['probes'] if y else '-'} |"
         )
     return "\n".join(lines)

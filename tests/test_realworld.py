@@ -448,6 +448,8 @@ def test_a_case_whose_benchmark_is_broken_at_both_ends_is_a_case_error_not_a_wro
         store.close()
     agg = json.loads(sleuth_in_process("eval", "--rescore", set_id, "--db", str(db), "--json").stdout)["aggregate"]
     assert (agg["runs"], agg["scored"], agg["case_errors"], agg["crashed"], agg["exact"]) == (2, 1, 1, 0, 1.0)
+    table = sleuth_in_process("eval", "--compare", set_id, set_id, "--db", str(db)).stdout
+    assert "| broken_case | case error | case error |" in table, table  # it said "no": the agent's miss
 
 
 def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resumed_wall_adds_up(tmp_path):
