@@ -9,10 +9,11 @@
   report says how many were tried.
 - **Shape.** A bisection assumes one step. The levels of the commits it probed say whether that
   held: a probed level between good and HEAD (beyond a quarter of the drop from both) means the
-  drop came in steps. Each named culprit gets its step (the median level of the probes from it to
-  the next culprit against that of the probes since the previous one, as a share of the whole
-  drop); the shape is ``one step``, ``steps`` (several, one of them
-  carrying most of the drop) or ``gradual`` (no single commit carries half of it).
+  drop came in steps. Each named culprit gets its step (the level after it against the level
+  before it, as a share of the whole drop; a level is the probe beside the culprit pooled with the
+  probes beyond it, up to a neighbouring culprit, that its samples cannot tell apart from it); the
+  shape is ``one step``, ``steps`` (several, one of them carrying most of the drop) or ``gradual``
+  (no single commit carries half of it).
 """
 
 from __future__ import annotations
