@@ -50,6 +50,15 @@ def verdict_of(hunt: Hunt, cmp, fast: Measured, slow: Measured, least: float | N
     return "refuted"
 
 
+def under_said(hunt: Hunt, cmp, fast: Measured, slow: Measured, least: float | None = None) -> str:
+    """What a refutation adds when its A/B did find a difference, the right way, but one smaller
+    than what is hunted: "+2.7%, p=0.0043, different" beside "refuted" read as a contradiction."""
+    bound = least or min_effect_pct(hunt)
+    if cmp.verdict != "different" or not is_better(hunt, fast, slow) or abs(cmp.delta_pct) >= bound:
+        return ""
+    return f"; under the {bound:.2g}% a cause must show"
+
+
 MIN_DROP_PCT = 3.0  # a reproduced drop smaller than this (the median's, against the alert's good value) is not hunted
 
 

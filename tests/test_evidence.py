@@ -169,3 +169,19 @@ def test_an_action_for_a_person_is_not_shown_as_pending_approval():
 
     said = _env().from_string("{{ action | status_said }}").render(action=h.action.model_dump())
     assert said == "for a person to do (nothing to approve)"
+
+
+def test_a_refutation_of_a_real_but_small_difference_says_it_is_under_what_a_cause_must_show():
+    """An uncommitted README edit measured "+2.7%, p=0.0043, different" and was refuted: beside
+    "refuted" that read as a contradiction, without the bound it fell under."""
+    from types import SimpleNamespace
+
+    from agent.experiments import under_said
+
+    hunt = Hunt(run_id="r", target=Target(repo="/r", metric="render_ms", higher_is_better=False))
+    head, now = _m(SHAS[7], 12.86), _m(SHAS[6], 13.21)
+    small = SimpleNamespace(verdict="different", delta_pct=2.7)
+    assert under_said(hunt, small, head, now) == "; under the 5% a cause must show"  # no drop's size known yet
+    assert under_said(hunt, small, head, now, least=3.0) == "; under the 3% a cause must show"
+    assert under_said(hunt, SimpleNamespace(verdict="unknown", delta_pct=2.7), head, now) == ""
+    assert under_said(hunt, SimpleNamespace(verdict="different", delta_pct=-2.7), now, head) == ""  # the wrong way

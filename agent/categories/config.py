@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from agent.experiments import ab, fmt, set_verdict, verdict_of
+from agent.experiments import ab, fmt, set_verdict, under_said, verdict_of
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis
 
@@ -29,12 +29,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     flags_now, flags_good = set(shlex.split(t.launch)), set(shlex.split(t.good_launch or ""))
     diff = sorted(f for f in (flags_now ^ flags_good) if f.startswith("--"))
     h.subject = diff[0] if diff else "flags"
-    set_verdict(
-        [h],
-        verdict_of(hunt, cmp, old, cur),
-        text,
-        [old.id, cur.id],
-    )
+    set_verdict([h], verdict_of(hunt, cmp, old, cur), text + under_said(hunt, cmp, old, cur), [old.id, cur.id])
 
 
 def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:

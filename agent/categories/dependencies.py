@@ -349,7 +349,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     cmp, now, old = experiments.ab(hunt, rt, now, old, "now", "deps-old", better="b")
     text = experiments.fmt(cmp, now, old, hunt.target.metric)
     status = experiments.verdict_of(hunt, cmp, old, now)
-    experiments.set_verdict(group, status, text, [now.id, old.id])
+    experiments.set_verdict(group, status, text + experiments.under_said(hunt, cmp, old, now), [now.id, old.id])
     if status == "supported" and len(group) > 1:
         _localize(hunt, rt, group, now, old)
 

@@ -20,10 +20,10 @@ from agent.experiments import (
     fmt,
     fresh_ab,
     freshness,
-    is_better,
     min_effect_pct,
     record_confirmation,
     set_verdict,
+    under_said,
     verdict_of,
 )
 from agent.multiple import EXPLAINED_PCT, share
@@ -92,9 +92,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     # (+4.7 %, p = 0.002 between two real releases ended "no regression").
     least = MIN_DROP_PCT if drop_ends(hunt) is None else min_effect_pct(hunt)
     status = verdict_of(hunt, cmp, good, head, least=least)
-    if status == "refuted" and cmp.verdict == "different" and is_better(hunt, good, head):
-        text += f"; under the {least:.2g}% a hunt looks for"
-    set_verdict([h], status, text, [good.id, head.id])
+    set_verdict([h], status, text + under_said(hunt, cmp, good, head, least), [good.id, head.id])
 
 
 def ref_growth(hunt: Hunt, rt: Runtime) -> float:

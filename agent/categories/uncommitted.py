@@ -8,7 +8,7 @@ patches, as a snapshot commit). Fix: discard the change (a person approves it).
 
 from __future__ import annotations
 
-from agent.experiments import ab, explains, fmt, halve, set_verdict
+from agent.experiments import ab, explains, fmt, halve, set_verdict, under_said
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
 
@@ -56,7 +56,7 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         if len(group) > 1:
             _localize_patch(hunt, rt, group, head, now)
     else:
-        set_verdict(group, "refuted", text, [head.id, now.id])
+        set_verdict(group, "refuted", text + under_said(hunt, cmp, head, now), [head.id, now.id])
 
 
 def _localize_patch(hunt: Hunt, rt: Runtime, group: list[Hypothesis], head: Measured, now: Measured) -> None:
