@@ -479,14 +479,13 @@ def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resume
     while time.monotonic() < deadline and not list(scratch.glob("sleuth-eval-*/case/repo")):
         time.sleep(0.1)  # a worker is hunting its first case
     time.sleep(1.0)
-    t_int = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
-    stopping = time.monotonic() - t_int
     store = Store(db)
     try:
         (s,) = list(store.db["eval_sets"].rows)
         first_wall = s["wall_s"]
+        hunts = store.db["runs"].count if "runs" in store.db.table_names() else 0
     finally:
         store.close()
     assert proc.returncode == 130, err[-3000:]
@@ -495,7 +494,7 @@ def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resume
         == f"interrupted: set {s['id']} stopped; `sleuth eval --resume {s['id']} --db {db}` continues it"
     )
     assert "Traceback" not in err and not list(scratch.iterdir()), err[-3000:]
-    assert first_wall > 1.0 and stopping < 30, stopping  # the hunt under way unwinds; the next never starts
+    assert first_wall > 1.0 and hunts <= 1, hunts  # the hunt under way unwinds; the next never starts
     t0 = time.monotonic()
     resumed = sleuth_in_process("eval", "--resume", s["id"], "--db", str(db), "--json")
     took = time.monotonic() - t0
