@@ -163,9 +163,13 @@ def test_a_second_server_on_a_full_host_fails_at_start_as_a_real_one_does(lab):
             assert "Not enough memory on GPU 0" in str(err.value)
             # Through the measurer the same refusal is HostBusy: the host, not the state.
             other = Measurer(LocalHost(), m.git, m.log_dir / "other", slots=1)
-            with pytest.raises(HostBusy, match="no free GPU"):
+            with pytest.raises(HostBusy, match="no free GPU") as busy:
                 other.measure(State(label="beside", ref=scen.head_sha, launch=ann["launch_command"]), workload, 1)
             other.close()
+            # One line, the log's own words: the whole error (the launch command, its worktree,
+            # "log tail:") cut to its first line ended in "log tail:" and nothing after it.
+            said = str(busy.value)
+            assert "\n" not in said and "occupied by other processes" in said and "log tail" not in said, said
         finally:
             first.stop()
 

@@ -446,7 +446,10 @@ class Measurer:
                     held = time.monotonic() - busy_since
                     said = f"{state.label} ({state.ref[:10]}) cannot start, no free GPU"
                     waited = f" (still held after {held:.0f} s of waiting)" if held >= 1 else ""
-                    raise HostBusy(f"{said}{waited}: {text}") from exc
+                    # The log's line that says so: the whole error opens with the launch command
+                    # and its worktree, and its first line ended "log tail:" with nothing after.
+                    line = next(x.strip() for x in text.splitlines() if _NO_CAPACITY.search(x))
+                    raise HostBusy(f"{said}{waited}: {line[:300]}") from exc
                 if exc.clash:
                     said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
                     raise HostBusy(f"{said}: {text}") from exc
