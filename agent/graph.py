@@ -380,7 +380,10 @@ class Hunter:
         if hunt.seq is not None and self.cassette is None:  # (runs checkpointed before ``seq`` was kept: all live)
             self.resuming[run_id] = Resumption(self.store.events(run_id), hunt.seq)
         if self.cassette is None:
-            self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
+            try:
+                self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
+            except HostError as exc:  # the host still does not answer: the run waits, as it did
+                raise HostLost(run_id, first_line(str(exc)), run_command("resume", run_id, self.store.path)) from exc
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
         self.store.update_run(run_id, status="running")  # an interrupted run's row says so until now
         return self._drive(run_id, None)

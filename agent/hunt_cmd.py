@@ -465,6 +465,8 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
         console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
+        with contextlib.suppress(Exception):  # `sleuth runs` said "running", as of a live hunt
+            hunter.store.update_run(run_id, status="interrupted")
         said = f"host: {exc.reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers"
         console.print(f"[red]error:[/red] {escape(said)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

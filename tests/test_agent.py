@@ -739,6 +739,14 @@ def test_a_host_that_stops_answering_mid_hunt_stops_the_run_resumably(tmp_path):
     # The run's own record (`sleuth show`, the service's page) says the same, with the store.
     lost = [e["text"] for e in Store(db).events(said.group(1)) if e["kind"] == "error"]
     assert any(f"`sleuth resume {said.group(1)} --db {db}` once it answers" in t for t in lost), lost
+    assert Store(db).run(said.group(1))["status"] == "interrupted"  # `sleuth runs` said "running"
+    # Resumed while the host is still down: the same one line (it printed a traceback), and the
+    # run still waits.
+    early = subprocess.run(
+        [sleuth_exe(), "resume", said.group(1), "--db", str(db), "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert early.returncode == 1 and "Traceback" not in early.stderr, early.stderr[-3000:]
+    assert f"stopped at its last checkpoint: `sleuth resume {said.group(1)} --db {db}`" in early.stderr
     server.start()  # the same port and keys
     try:
         proc = subprocess.run(

@@ -63,3 +63,42 @@ def test_a_server_that_never_gets_healthy_is_killed_with_its_children(bad_tree, 
         launch(cmd, bad_tree, tmp_path / "hang.log", health_timeout_s=1)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
     assert left == ""
+
+
+class _LostHost(LocalHost):
+    """This machine, while ``down``: every command fails as a dropped SSH link does."""
+
+    down = True
+
+    def run(self, *args, **kwargs):
+        from tools.host import HostError
+
+        if self.down:
+            raise HostError("ssh root@127.0.0.1:22822: cannot connect (Connection refused)")
+        return super().run(*args, **kwargs)
+
+
+def test_a_server_the_host_could_not_be_asked_to_stop_stays_registered_and_the_next_start_stops_it(tmp_path):
+    """A dropped link: the hunt's stop could not reach the node, and its registration was removed
+    all the same, so nothing ever stopped that server; the resumed hunt's launch made two on a
+    one-slot node (trial 8, a real mlx-lm server over SSH)."""
+    from tools.server import Server, reap
+
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    registry = tmp_path / "servers"
+    registry.mkdir()
+    entry = registry / f"{proc.pid}.json"
+    dead_owner = subprocess.Popen(["true"])  # the hunt that launched it, gone
+    dead_owner.wait()
+    entry.write_text(json.dumps({"pid": proc.pid, "owner": dead_owner.pid, "host": "localhost"}))
+    host = _LostHost()
+    try:
+        Server(command="", host=host, port=0, local_port=0, log_path="", pid=proc.pid, pid_file=entry).stop(0.5)
+        assert entry.exists() and proc.poll() is None  # not stopped, and still known to be there
+        host.down = False  # the link is back: the next start on that host
+        assert reap(registry, host) == [proc.pid]
+        proc.wait(timeout=30)
+        assert not entry.exists() and group_gone(proc.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -70,24 +70,28 @@ class Server(BaseModel):
         return self._group_alive()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
-        self._stop(grace_s)
-        if self.pid_file is not None:
+        """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``. Where the
+        host cannot be reached, the server's registration stays, so the next start on that host
+        (``reap``: a resume, another hunt) stops it: dropped with the link, a server ran on with
+        nothing to stop it, and the resumed hunt's launch made two on a one-slot node."""
+        if self._stop(grace_s) and self.pid_file is not None:
             self.pid_file.unlink(missing_ok=True)
 
-    def _stop(self, grace_s: float) -> None:
+    def _stop(self, grace_s: float) -> bool:
+        """Stopped (or found gone)? False when the host did not answer."""
         try:
             for sig, wait in (("TERM", grace_s), ("KILL", 5.0)):
                 if not self._group_alive():
-                    return
+                    return True
                 self.host.run(["kill", f"-{sig}", "--", f"-{self.pid}"], timeout=30)
                 deadline = time.monotonic() + wait
                 while time.monotonic() < deadline:
                     if not self._group_alive():
-                        return
+                        return True
                     time.sleep(0.05)
+            return not self._group_alive()
         except HostError:
-            return  # the host is gone; nothing we can do from here
+            return False  # the host is gone: its registration stays for the next start to reap
 
     def _group_alive(self) -> bool:
         """Any live (non-zombie) process left in the server's session? An orphaned leader may stay
