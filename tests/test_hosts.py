@@ -112,6 +112,23 @@ def test_an_unknown_host_is_rejected_unless_accept_new(sshd, tmp_path):
     h2.close()
 
 
+def test_an_ssh_configs_own_known_hosts_file_is_read_as_ssh_reads_it(sshd, tmp_path):
+    """`ssh -F CONFIG node` worked, and the hunt with --ssh-config CONFIG said "unknown host
+    key": the config's UserKnownHostsFile was not read (trial 8)."""
+    known = tmp_path / "node_known_hosts"
+    SSHHost("127.0.0.1", port=sshd.port, user="root", key_filename=sshd.client_key, ssh_config="/dev/null",
+            known_hosts=known, host_key_policy="accept-new", allow_agent=False).run(["true"])  # fmt: skip
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host node\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User root\n  IdentityFile {sshd.client_key}\n"
+        f"  UserKnownHostsFile {known}\n"
+    )
+    h = SSHHost("node", ssh_config=cfg, allow_agent=False)
+    assert h.known_hosts == known and h.run(["true"]).ok
+    h.close()
+    assert SSHHost("node", ssh_config=cfg, known_hosts=tmp_path / "given").known_hosts == tmp_path / "given"
+
+
 def test_a_changed_host_key_is_refused_with_a_clear_message(sshd, tmp_path):
     other = tmp_path / "other_key"
     keygen(other)

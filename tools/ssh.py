@@ -83,7 +83,11 @@ class SSHHost:
         keys = [str(Path(key_filename).expanduser())] if key_filename else entry.get("identityfile") or []
         self.key_filenames: list[str] = [str(Path(k).expanduser()) for k in keys]
         self.proxy_jump: str | None = entry.get("proxyjump")
-        self.known_hosts = Path(known_hosts).expanduser() if known_hosts else _DEFAULT_KNOWN_HOSTS
+        # --known-hosts, else the ssh config's own UserKnownHostsFile (its first file, as ssh
+        # reads it: `ssh -F CONFIG alias` worked where the hunt said "unknown host key"), else
+        # ~/.ssh/known_hosts.
+        configured = (entry.get("userknownhostsfile") or "").split()
+        self.known_hosts = Path(known_hosts or (configured[0] if configured else _DEFAULT_KNOWN_HOSTS)).expanduser()
         self.host_key_policy = host_key_policy
         self.connect_timeout = connect_timeout
         self.keepalive_s = keepalive_s
