@@ -481,6 +481,9 @@ def test_ctrl_c_stops_an_evaluation_in_one_line_naming_the_resume_and_the_resume
         text=True,
         start_new_session=True,
         env={**os.environ, "TMPDIR": str(scratch)},
+        # As a terminal's: a test run started in the background (CI) inherits SIGINT ignored, and
+        # Python then installs no KeyboardInterrupt for it (the eval ran on to exit 0).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not started.exists():
