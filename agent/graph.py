@@ -140,9 +140,7 @@ class Hunter:
                 if isinstance(exc, HostError) or (isinstance(exc, RecordedError) and exc.kind == "HostError"):
                     # The host stopped answering (a dropped link, sshd restarted): not the hunt's
                     # failure either. Its worktrees there are cleaned by the next start.
-                    lost = HostLost(
-                        hunt.run_id, first_line(str(exc)), run_command("resume", hunt.run_id, self.store.path)
-                    )
+                    lost = self._host_lost(hunt.run_id, exc)
                     rt.say(hunt, "error", str(lost))
                     raise lost from exc
                 hunt.status = "failed"
@@ -383,7 +381,7 @@ class Hunter:
             try:
                 self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
             except HostError as exc:  # the host still does not answer: the run waits, as it did
-                raise HostLost(run_id, first_line(str(exc)), run_command("resume", run_id, self.store.path)) from exc
+                raise self._host_lost(run_id, exc) from exc
         self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
         self.store.update_run(run_id, status="running")  # an interrupted run's row says so until now
         return self._drive(run_id, None)
@@ -411,6 +409,10 @@ class Hunter:
             self._stopped(run_id, down)
             raise down from exc
         return result
+
+    def _host_lost(self, run_id: str, exc: Exception) -> HostLost:
+        """The run's host stopped answering: why, and the command that continues the run."""
+        return HostLost(run_id, first_line(str(exc)), run_command("resume", run_id, self.store.path))
 
     def _stopped(self, run_id: str, down: StoreUnavailable) -> None:
         """Say, where anything can still be written, why the run stopped and how it goes on."""
