@@ -35,8 +35,8 @@ _stopping = False
 
 
 def _stop_worker(signum, _frame) -> None:
-    """SIGTERM from the driver: the hunt under way unwinds (servers stopped, scratch removed, as
-    on Ctrl-C in ``sleuth hunt``), once, and no job starts after it."""
+    """SIGTERM from the driver: a KeyboardInterrupt in the hunt under way, once, and no job starts
+    after it. A benchmark command already running is not cut short (a held one ran to its end)."""
     global _stopping
     if _stopping:
         return  # its cleanup is not cut short by a second signal
@@ -65,7 +65,7 @@ def _run_job_in_worker(job: Job) -> dict:
 
 class LocalBackend:
     """``workers`` processes on this machine (``ProcessPoolExecutor``). Stopped (Ctrl-C in the
-    driver), no job starts and each worker's hunt unwinds; the driver waits for them on exit."""
+    driver), no job starts and each worker's hunt is interrupted; the driver waits for them on exit."""
 
     name = "local"
 
