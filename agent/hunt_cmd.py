@@ -459,14 +459,12 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
             if resumable
             else "it had not reached a checkpoint: start it again"
         )
-        if resumable:  # `sleuth runs` and the page said "running" until it was resumed
-            with contextlib.suppress(Exception):
-                hunter.store.update_run(run_id, status="interrupted")
+        if resumable:
+            _mark_interrupted(hunter, run_id)
         console.print(f"interrupted: run {run_id} stopped; {then}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(130) from None
     except HostLost as exc:  # the host went away mid-hunt: the run waits at its checkpoint
-        with contextlib.suppress(Exception):  # `sleuth runs` said "running", as of a live hunt
-            hunter.store.update_run(run_id, status="interrupted")
+        _mark_interrupted(hunter, run_id)
         said = f"host: {exc.reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers"
         console.print(f"[red]error:[/red] {escape(said)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -478,6 +476,15 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
         )
         console.print(f"[red]error:[/red] STORE: {escape(str(exc))}; {then}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def _mark_interrupted(hunter: Hunter, run_id: str) -> None:
+    """A run that stopped where it can be continued: its row said "running", as of a live hunt,
+    and now says "interrupted" (`sleuth runs`, the page). An approval's row keeps
+    "awaiting_approval": the service reads it to ask the decision again after a restart."""
+    with contextlib.suppress(Exception):  # the store may be what failed
+        if (hunter.store.run(run_id) or {}).get("status") == "running":
+            hunter.store.update_run(run_id, status="interrupted")
 
 
 def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
@@ -525,7 +532,11 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
             bad_input(f"RUN: run '{run_id}' is not awaiting approval ({_why_not_awaiting(hunter.current(run_id))})")
         if pending and decision.approved:
             _branch_free(hunter, hunter.current(run_id), decision)
-        with store_guard(hunter, run_id):
+        again = run_command("approve" if decision.approved else "reject", run_id, db)
+        # SIGTERM (a stopping service's, or the kernel's as the service dies) unwinds an approval
+        # as it does a hunt: the re-measurement's server stopped and its worktree removed; it killed
+        # the process where it stood before, both left behind (found by CI: a scratch worktree too many).
+        with graceful_signals(), store_guard(hunter, run_id, again):
             # The same decision already recorded by a process that died before the end (an approval
             # killed while it landed the revert): the decision is asked again, the run finished.
             result = hunter.continue_run(run_id) if recorded else hunter.resume(run_id, decision)

@@ -239,6 +239,35 @@ def test_sigterm_mid_probe_stops_servers_and_leaves_the_repo_intact(small, tmp_p
     assert json.loads(resumed.stdout)["status"] == "awaiting_approval"
 
 
+@pytest.mark.slow  # a hunt, then an approval (40-75 s): in .ci/run's slow step
+def test_sigterm_mid_approval_stops_its_server_and_the_same_approval_finishes_the_run(small, tmp_path):
+    """A stopping service sends its approval job SIGTERM: the re-measurement's server and worktree
+    go with it (they were left behind), and approving again lands the one revert."""
+    db = tmp_path / "r.db"
+    v = json.loads(sleuth_in_process("hunt", "--alert", small.root / "alert.json", "--db", db, "--json").stdout)
+    assert v["status"] == "awaiting_approval"
+    proc = subprocess.Popen(
+        [sleuth_exe(), "approve", v["run_id"], "--db", str(db), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_a_server(proc)  # the revert is on its branch; its speed is being measured
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert _no_servers(proc.pid) and worktrees(small.repo) == 1
+    said = f"interrupted: run {v['run_id']} stopped; `sleuth approve {v['run_id']} --db {db}` continues it"
+    assert proc.returncode == 130 and said in err, err
+    # the row still awaits the decision (a restarted service reads it to queue the approval again)
+    assert Store(db).run(v["run_id"])["status"] == "awaiting_approval"
+    again = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    done = json.loads(again.stdout)
+    assert done["status"] == "concluded" and done["proposed_action"]["status"] == "applied"
+    branches = git_in(small.repo)("branch", "--list", "sleuth/*").split()
+    assert branches == [done["proposed_action"]["branch"]] and worktrees(small.repo) == 1
+
+
 def test_sigkill_mid_probe_leaves_the_repo_intact_and_the_next_start_cleans_up(small, tmp_path):
     before = fingerprint(small.repo)
     db = tmp_path / "r.db"
