@@ -41,7 +41,7 @@ def serve(
     import uvicorn
 
     from agent.serve.app import create_app
-    from agent.serve.config import ConfigError, load_config
+    from agent.serve.config import ConfigError, load_config, local_problem
     from agent.serve.queue import HuntQueue
 
     host, port = parse_bind(bind)
@@ -49,6 +49,8 @@ def serve(
         cfg = load_config(config)
     except ConfigError as exc:
         bad_input(f"--config: {exc}")
+    if why := local_problem(cfg):  # a typo failed every alert's hunt job in turn, each after it came
+        bad_input(f"--config: {config}: {why}")
     if why := _in_use(host, port):  # it printed its banner, then uvicorn's error, and exited 3
         bad_input(f"--bind: {bind}: {why} (another process listens there: give another port)")
     store_path = db_path(db or (Path(cfg.db) if cfg.db else None))

@@ -466,6 +466,30 @@ def test_serve_bad_input_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2 and "--run-id" in proc.stderr
 
 
+def test_a_target_path_that_cannot_work_here_is_refused_when_the_service_starts(tmp_path):
+    """A typo in a local target's repo failed each alert's hunt job in turn, after the alert came;
+    now `sleuth serve` says it at start, one line naming the file and the field, exit 2. A remote
+    host's paths are its own, not checked here; the ssh files named are read here, so checked."""
+    from agent.serve.config import local_problem
+
+    base = 'token = "t"\n[[targets]]\nname = "n"\nmatch = { host = "h" }\n'
+    (tmp_path / "plain").mkdir()
+    for extra, said in (
+        (
+            f'repo = "{tmp_path}/nope"\n',
+            f"targets[0].repo: '{tmp_path}/nope' is not a folder on this machine (the target has no host)",
+        ),
+        (f'repo = "{tmp_path}/plain"\n', f"targets[0].repo: '{tmp_path}/plain' is not a git repository"),
+        ('repo = "/srv/r"\nhost = "gpu1"\nknown_hosts = "/no/kh"\n', "targets[0].known_hosts: '/no/kh' is not a file"),
+    ):
+        (tmp_path / "t.toml").write_text(base + extra)
+        proc = sleuth_in_process("serve", "--config", tmp_path / "t.toml", "--db", tmp_path / "r.db")
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: --config: {tmp_path / 't.toml'}: {said}"
+        assert "sleuth serve on" not in proc.stdout and not (tmp_path / "r.db").exists()
+    (tmp_path / "t.toml").write_text(base + 'repo = "/srv/r"\nhost = "gpu1"\n')
+    assert local_problem(load_config(tmp_path / "t.toml")) is None  # on gpu1, not here
+
+
 # -- end to end: a real service process, a real hunt, a real browser ------------------------------
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

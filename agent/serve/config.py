@@ -184,3 +184,35 @@ class ServeConfig(BaseModel):
 
 def load_config(path: str | Path | None) -> ServeConfig:
     return ServeConfig() if path is None else load_toml_model(path, ServeConfig, ConfigError)
+
+
+def local_problem(cfg: ServeConfig) -> str | None:
+    """The first path a target names that cannot work on this machine, as ``targets[i].field:
+    why``: a repository that is not a git checkout (a target without ``host`` runs here), or an
+    ssh config or known_hosts file that is not there. Said when the service starts, where a typo
+    failed each alert's hunt job in turn. A remote host's paths are its own: not checked here."""
+    for i, t in enumerate(cfg.targets):
+        where = f"targets[{i}]"
+        for field in ("ssh_config", "known_hosts"):
+            value = getattr(t, field)
+            if value is not None and not Path(value).expanduser().is_file():
+                return f"{where}.{field}: '{value}' is not a file"
+        if t.host is None:
+            repo = Path(t.repo).expanduser()
+            if not repo.is_dir():
+                return f"{where}.repo: '{t.repo}' is not a folder on this machine (the target has no host)"
+            if not _is_git_checkout(repo):
+                return f"{where}.repo: '{t.repo}' is not a git repository"
+    return None
+
+
+def _is_git_checkout(path: Path) -> bool:
+    import subprocess
+
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return res.returncode == 0 and res.stdout.strip() == "true"
