@@ -163,6 +163,7 @@ class Runtime:
         self._llm: LLM | None = None
         self._after_approval_deadline: float | None = None
         self.scratch: list[str] = []  # directories made on the host (package overlays), removed at close
+        self._hunt: Hunt | None = None  # the hunt of the call under way (``observe``)
 
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
@@ -186,7 +187,14 @@ class Runtime:
             setup=t.setup,
             trace_imports=bool(t.trace_paths) and not t.command,
             busy_wait_s=t.busy_wait_s,
+            on_wait=self._waiting,
         )
+
+    def _waiting(self, text: str) -> None:
+        """A long wait of the measurer's, shown as the hunt's passing line (the live view, or a
+        line on stderr in a log) and not recorded: a wait is no step of the hunt."""
+        if self.on_event is not None and self._hunt is not None:
+            self.on_event(self._hunt, text)
 
     def reclaim(self) -> None:
         """Clean up what a dead driver left on the host (its servers, its scratch worktrees). The
@@ -209,6 +217,7 @@ class Runtime:
     ) -> Any:
         """Ask the world (or the cassette) ``name(args)``; record the call and its answer (as the
         event pair ``kinds``; a model's answer is ``llm_request`` / ``llm_response``)."""
+        self._hunt = hunt  # the hunt a wait inside this call is shown for
         call_payload = {"name": name, "args": args} | ({"approved": approved} if kinds[0] == "tool_call" else {})
         self._event(hunt, kinds[0], call_text or f"{name} {args}", call_payload)
         t0 = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -185,7 +186,8 @@ def test_a_launch_waits_for_gpus_a_neighbour_holds_and_starts_once_they_are_free
         neighbour = launch(ann["launch_command"], wt, m.log_dir / "neighbour.log", health_timeout_s=60)
         timer = threading.Timer(2.0, neighbour.stop)
         timer.start()
-        waiting = Measurer(LocalHost(), m.git, m.log_dir / "waiting", slots=1, busy_wait_s=10)
+        told: list[str] = []  # a terminal or a log is told how the wait goes, each try
+        waiting = Measurer(LocalHost(), m.git, m.log_dir / "waiting", slots=1, busy_wait_s=10, on_wait=told.append)
         try:
             got = waiting.measure(State(label="after", ref=scen.head_sha, launch=ann["launch_command"]), workload, 1)
         finally:
@@ -194,6 +196,9 @@ def test_a_launch_waits_for_gpus_a_neighbour_holds_and_starts_once_they_are_free
     assert len(got.samples) == 1 and waiting.cost.launches == 1 and not waiting.broken
     assert waiting.cost.busy_wait_s >= 1.0  # it did wait: the first tries found the GPUs held
     assert "s waiting for GPUs another process held" in waiting.cost.waited_said()  # what the report says
+    assert told and all(
+        re.fullmatch(r"waiting for GPUs another process holds: \d+ s of 10 s, next try in 1 s", x) for x in told
+    ), told
 
 
 def test_gpus_held_past_the_wait_leave_the_state_untestable_and_the_budget_ends_a_wait(lab):
@@ -490,3 +495,23 @@ def test_a_sample_timeout_the_user_gave_is_never_stretched(tmp_path):
     ):
         m.measure(State(label="x", ref=sha, launch=""), Workload(command="python3 bench.py", metric="value"), 4)
     assert len(runs.read_text()) == 3
+
+
+def test_a_hunts_measurer_tells_its_live_view_how_a_wait_goes_and_records_nothing(tmp_path, tiny):
+    """The wait for held GPUs is shown where the hunt's steps are (the live view, or a line each
+    on stderr in a log), for the hunt of the call under way; a wait is no step: no event."""
+    from agent.runtime import Runtime
+    from agent.state import Hunt, Target
+    from transcripts.store import Store
+
+    repo, _good = tiny
+    store = Store(tmp_path / "r.db")
+    store.start_run("r")
+    hunt = Hunt(run_id="r", target=Target(repo=str(repo)))
+    shown: list[tuple[str, str]] = []
+    rt = Runtime(hunt, tmp_path / "run", lambda h, text: shown.append((h.run_id, text)), store)
+    rt.observe(hunt, "git_resolve", {"ref": "HEAD"}, lambda: "abc123")  # a call under way sets the hunt
+    events = len(store.events("r"))
+    rt.ctx.measurer.on_wait("waiting for GPUs another process holds: 0 s of 600 s, next try in 60 s")
+    assert shown == [("r", "waiting for GPUs another process holds: 0 s of 600 s, next try in 60 s")]
+    assert len(store.events("r")) == events

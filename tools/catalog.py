@@ -8,6 +8,7 @@ so a state is measured once per run whichever tool asks.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
@@ -47,9 +48,11 @@ class ToolContext:
         setup: str | None = None,
         trace_imports: bool = False,
         busy_wait_s: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.host = host or LocalHost()
         self.busy_wait_s = busy_wait_s
+        self.on_wait = on_wait  # told how a long wait of the measurer's goes
         self.trace_imports = trace_imports
         self.repo = str(repo)
         self.workdir = Path(workdir)
@@ -80,6 +83,7 @@ class ToolContext:
             sample_timeout_s=self.sample_timeout_s,
             trace_imports=self.trace_imports,
             busy_wait_s=self.busy_wait_s,
+            on_wait=self.on_wait,
         )
 
     def close(self) -> None:

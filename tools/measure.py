@@ -267,6 +267,7 @@ class Measurer:
         sample_timeout_s: float | None = None,
         trace_imports: bool = False,
         busy_wait_s: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.host = host
         self.git = git
@@ -277,6 +278,9 @@ class Measurer:
         self.setup = setup
         self.sample_timeout_s = sample_timeout_s  # None: derived from the samples seen so far
         self.busy_wait_s = busy_wait_s  # how long a launch waits for GPUs another process holds
+        # Told how a long wait goes (GPUs another process holds), a line each try: a terminal or a
+        # log that shows nothing for the ten minutes of a busy node reads as a hang.
+        self.on_wait = on_wait
         # Launches print the modules they import (tools.codepath), kept per commit: which
         # commits of a range can matter at all.
         self.trace_imports = trace_imports
@@ -329,6 +333,11 @@ class Measurer:
             if left <= 1.0:
                 raise Deadline(f"the wall-time budget ran out waiting {waited:.0f} s for GPUs another process holds")
             pause = min(pause, left - 1.0)
+        if self.on_wait is not None:
+            self.on_wait(
+                f"waiting for GPUs another process holds: {waited:.0f} s of {self.busy_wait_s:.0f} s, "
+                f"next try in {pause:.0f} s"
+            )
         time.sleep(pause)
         self.cost = self.cost.plus(Cost(busy_wait_s=pause))
         return True
