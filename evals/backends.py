@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -36,7 +37,8 @@ _stopping = False
 
 def _stop_worker(signum, _frame) -> None:
     """SIGTERM from the driver: a KeyboardInterrupt in the hunt under way, once, and no job starts
-    after it. A benchmark command already running is not cut short (a held one ran to its end)."""
+    after it. The hunt unwinds as on Ctrl-C: a benchmark command under way is killed (its process
+    group), its servers stopped and its worktrees removed."""
     global _stopping
     if _stopping:
         return  # its cleanup is not cut short by a second signal
@@ -63,6 +65,25 @@ def _run_job_in_worker(job: Job) -> dict:
         _running = False
 
 
+STOP_WAIT_S = 120.0  # a worker's hunt unwinds in seconds (a benchmark killed, servers, worktrees)
+
+
+def _stop_workers(workers: list) -> None:
+    """SIGTERM each worker, and again every half second until it has gone (``STOP_WAIT_S`` at
+    most; then SIGKILL). Once is not enough: a worker whose main thread still has the terminal's
+    SIGINT pending gets the SIGTERM on one of its other threads (the kernel hands a process's
+    signal to a thread with none pending), which sets Python's flag without waking the main thread
+    from its wait (a benchmark's run: minutes, or for ever). The next one wakes it; the handler
+    acts on the first only (``_stop_worker``)."""
+    deadline = time.monotonic() + STOP_WAIT_S
+    while workers := [p for p in workers if p.is_alive()]:
+        sig = signal.SIGTERM if time.monotonic() < deadline else signal.SIGKILL
+        for proc in workers:
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, sig)
+        time.sleep(0.5)
+
+
 class LocalBackend:
     """``workers`` processes on this machine (``ProcessPoolExecutor``). Stopped (Ctrl-C in the
     driver), no job starts and each worker's hunt is interrupted; the driver waits for them on exit."""
@@ -85,10 +106,12 @@ class LocalBackend:
                 except Exception as exc:  # the worker process itself died
                     yield job, _died(job, exc)
         except BaseException:  # Ctrl-C, or the consumer stopped: nothing more starts
+            # The workers, taken before the shutdown: it forgets them (``_processes = None``), and
+            # none was ever told to stop; the interrupted evaluation then waited, after its
+            # "interrupted" line, for every hunt under way to end (minutes a sample, for ever held).
+            workers = list((getattr(pool, "_processes", None) or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                with contextlib.suppress(OSError):
-                    os.kill(proc.pid, signal.SIGTERM)
+            _stop_workers(workers)
             raise
         pool.shutdown(wait=True)
 
