@@ -127,9 +127,13 @@ class Hunter:
                 raise  # the replay's finding, not the hunt's failure
             except BudgetExhausted as exc:
                 hunt.status, hunt.error = "inconclusive", str(exc)
-                # The run's one line (``sleuth runs``, the service's list) says which budget stopped
-                # it, where it said nothing.
-                hunt.root_summary = hunt.root_summary or f"stopped: {exc}"
+                # The run's one line (``sleuth runs``, the report, the service's list) says which
+                # budget stopped it: alone, or after what was named before it ran out.
+                stopped = f"stopped: {exc}"
+                if not hunt.root_summary:
+                    hunt.root_summary = stopped
+                elif str(exc) not in hunt.root_summary:
+                    hunt.root_summary += f"; {stopped}"
                 rt.say(hunt, "budget", str(exc))
             except Exception as exc:
                 store_down = unavailable(exc, self.store.path)

@@ -376,14 +376,16 @@ def confirm_failed(hunt: Hunt, rt: Runtime) -> None:
             if h.category == "history" and h.status == "supported":
                 h.reason += f"; {hunt.root_ref[:10]} not confirmed ({why})"
         rt.say(hunt, "self-correction", f"{hunt.root_ref[:10]} not confirmed ({why}); bisecting again, verified")
-        hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+        # Its summary goes with it: a budget that ran out in the next search left the dropped
+        # commit as the run's one line (a YAML-only commit, in a toolz trial).
+        hunt.root_kind, hunt.root_ref, hunt.culprits, hunt.root_summary = None, None, [], ""
         return
     for h in hunt.hypotheses:
         if h.category == "history" and h.status == "supported":
             h.status = "inconclusive"
             h.reason += f"; confirmation failed: {why}"
     rt.say(hunt, "self-correction", f"{why}; back to the ledger")
-    hunt.root_kind, hunt.root_ref, hunt.culprits = None, None, []
+    hunt.root_kind, hunt.root_ref, hunt.culprits, hunt.root_summary = None, None, [], ""
     if not any(h.status == "supported" for h in hunt.hypotheses):
         hunt.status = "inconclusive"
         hunt.root_summary = "the bisected commit did not survive its confirmation A/B; nothing else supported"
