@@ -89,6 +89,13 @@ PRESENT = {"pkg/__init__.py", "pkg/fast.py", "pkg/slow.py", "bench.py", "README.
         # tables), not documentation; text in a folder no imported package holds still is.
         (["pkg/data/IsAlnum.txt"], False, "data inside the imported package pkg"),
         (["other/notes.txt", "docs/guide.md"], True, "documentation"),
+        # What CI, the code host or git's tooling reads, no program at run time (a toolz trial's
+        # hunt named a one-line .github/workflows change): pruned; .gitattributes changes checkouts
+        ([".github/workflows/publish_pypi.yml"], True, "CI and repository settings"),
+        ([".pre-commit-config.yaml", ".gitignore", "README.md"], True, "CI and repository settings and documentation"),
+        ([".github/workflows/test.yml", "pkg/fast.py"], False, "pkg/fast.py is executed"),
+        ([".gitattributes"], False, "may be read at run time"),
+        (["pkg/.github.yml"], False, "may be read at run time"),
     ],
 )
 def test_a_commit_is_pruned_only_when_every_file_it_touches_cannot_matter(files, pruned, says):

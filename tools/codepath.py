@@ -11,9 +11,10 @@ That is coarser than line coverage (a module imported but whose changed function
 still counts as executed) and so never prunes a commit that could matter; it needs no package in
 the server's environment and no ``sitecustomize`` of ours shadowing the user's own.
 
+Pruned besides: what CI, the code host or git's tooling reads (``.github/``, ``.gitignore``...).
 Kept, whatever the trace says: build and dependency files, native sources (a kernel is executed
 without an import line), any file the command names (its input), anything that is neither Python
-nor documentation, a text file inside an
+nor documentation nor CI settings, a text file inside an
 imported package (data it may read: a ``.txt`` there is not documentation), and Python files
 that exist at neither traced end (nothing can be said about them).
 """
@@ -57,6 +58,29 @@ BUILD_NAMES = {
     "Pipfile.lock",
 }
 BUILD_PREFIXES = ("requirements", "constraints")  # requirements-gpu.txt, constraints.txt
+# What a CI service, a code host or git's own tooling reads, and no program at run time: a commit
+# touching only these is pruned like documentation (a toolz trial's hunt named a commit that
+# changed one line of .github/workflows/publish_pypi.yml, and spent 320 samples refuting it).
+# Not .gitattributes: its filters and line endings change what a checkout holds.
+CI_DIRS = (".github/", ".gitlab/", ".circleci/", ".buildkite/", ".devcontainer/")
+CI_NAMES = {
+    ".gitlab-ci.yml",
+    ".travis.yml",
+    "appveyor.yml",
+    ".appveyor.yml",
+    "azure-pipelines.yml",
+    ".pre-commit-config.yaml",
+    ".pre-commit-hooks.yaml",
+    ".gitignore",
+    ".mailmap",
+    ".git-blame-ignore-revs",
+    ".editorconfig",
+    ".readthedocs.yml",
+    ".readthedocs.yaml",
+    "codecov.yml",
+    ".codecov.yml",
+    ".coveragerc",
+}
 NATIVE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".pyx", ".pxd", ".so", ".cmake"}
 
 
@@ -118,6 +142,8 @@ def imported(path: str, modules: set[str]) -> bool:
 def _kind(path: str) -> str:
     p = PurePosixPath(path)
     name, suffix = p.name, p.suffix.lower()
+    if path.startswith(CI_DIRS) or name in CI_NAMES:
+        return "ci"
     if name in BUILD_NAMES or (name.startswith(BUILD_PREFIXES) and suffix in {".txt", ".in"}):
         return "build"
     if suffix in NATIVE_SUFFIXES:
@@ -142,9 +168,13 @@ def _imported_package(path: str, modules: set[str]) -> str | None:
     return None
 
 
+PRUNED_KINDS = {"ci": "CI and repository settings", "docs": "documentation", "python": "Python imported at neither end"}
+
+
 def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], present: set[str]) -> CommitPath:
-    """Prune ``sha`` when every file it touches is documentation, or Python that exists at a
-    traced end and was imported at neither (``modules``: the union of both ends' imports)."""
+    """Prune ``sha`` when every file it touches is documentation, CI or repository settings
+    (``CI_DIRS``, ``CI_NAMES``), or Python that exists at a traced end and was imported at neither
+    (``modules``: the union of both ends' imports)."""
     if not files:
         return CommitPath(sha=sha, files=[], pruned=True, reason="changes no file (an empty or merge-only commit)")
     why_kept = []
@@ -166,7 +196,7 @@ def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], pres
     if why_kept:
         return CommitPath(sha=sha, files=files, pruned=False, reason="; ".join(why_kept[:3]))
     kinds = sorted({_kind(f) for f in files})
-    what = " and ".join("documentation" if k == "docs" else "Python imported at neither end" for k in kinds)
+    what = " and ".join(PRUNED_KINDS[k] for k in kinds)
     return CommitPath(sha=sha, files=files, pruned=True, reason=f"touches only {what} ({len(files)} file(s))")
 
 
