@@ -70,6 +70,27 @@ def test_a_commit_that_deletes_a_commits_lines_without_saying_so_reverts_it(tmp_
     assert [(c.sha, c.by) for c in g.reverts_of(undo)] == [(said, "message")]
 
 
+def test_a_later_edit_of_a_commits_lines_to_something_else_does_not_revert_it(tmp_path):
+    """A commit moved a pin from v1.8 to v1.8.11; a later one moved it on to v1.13.0. It deletes
+    every line the first added, but brings back none of those it replaced: no undo (a toolz
+    trial's hunt said "d06cfd7bb7 reverts it" and labelled that state "reverted"). Putting v1.8
+    back is one; so is deleting what a commit only added."""
+    repo, git = _repo(tmp_path)
+    _commit(repo, git, "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.8'\n", "Publish with the action")
+    pin = _commit(repo, git, "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.8.11'\n", "Oops update to v1.8.1")
+    _touch(repo, git, 1, "tidy")
+    _commit(repo, git, "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.13.0'\n", "Modernize to use pyproject.toml")
+    assert CliGit(repo).reverts_of(pin) == []
+    back = _commit(repo, git, "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.8.11'\n", "Go back to 1.8.11")
+    undo = _commit(repo, git, "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.8'\n", "Pin what worked")
+    assert [(c.sha, c.by) for c in CliGit(repo).reverts_of(pin)] == [(undo, "lines")]
+    assert CliGit(repo).reverts_of(back) == []  # it put back v1.8, not the v1.13.0 ``back`` replaced
+    kept = "COST = 1.0\nPIN = 'gh-action-pypi-publish@v1.8'\n"
+    added = _commit(repo, git, kept + "TRACE = 'walk the tree twice'\n", "Add a trace")
+    gone = _commit(repo, git, kept, "README update")
+    assert [(c.sha, c.by) for c in CliGit(repo).reverts_of(added)] == [(gone, "lines")]
+
+
 # A change reverted and re-landed, and a fix that was itself reverted: the worlds "reland" and
 # "fix_reverted" (tests/worlds.py), replayed from their recordings in the default run
 # (tests/test_recorded.py) and hunted live in the slow step (tests/test_live_worlds.py).

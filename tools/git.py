@@ -349,11 +349,15 @@ class CliGit:
 
     def undone_by_lines(self, full: str, tip: str) -> list[RevertCommit]:
         """The commits of full..tip that delete at least half of the lines ``full`` added (each
-        stripped, of ``UNDO_LINE_MIN`` characters or more, in the same files), oldest first: an
-        undo whose message does not say so, which a re-land may follow (a README update that
-        also took a slow change back out)."""
-        added = _diff_lines(self.git("show", "--format=", "-U0", "--no-color", "--no-renames", full).stdout, "+")
-        want = {x for x in added if len(x[1]) >= self.UNDO_LINE_MIN}
+        stripped, of ``UNDO_LINE_MIN`` characters or more, in the same files) and, where ``full``
+        replaced lines, bring at least half of those back, oldest first: an undo whose message
+        does not say so, which a re-land may follow (a README update that also took a slow change
+        back out). A later edit of the same lines to something else is no undo: a toolz trial's
+        hunt said "d06cfd7bb7 reverts it" of a commit that moved a workflow's pin on from the
+        version 775434a252 had set, and labelled that state "reverted"."""
+        shown = self.git("show", "--format=", "-U0", "--no-color", "--no-renames", full).stdout
+        want = {x for x in _diff_lines(shown, "+") if len(x[1]) >= self.UNDO_LINE_MIN}
+        replaced = {x for x in _diff_lines(shown, "-") if len(x[1]) >= self.UNDO_LINE_MIN} - want
         if not want:
             return []
         paths = sorted({path for path, _ in want})
@@ -367,8 +371,9 @@ class CliGit:
                 continue
             head, _, diff = record.partition("\n")
             rev, _, subject = head.partition("\x00")
-            gone = _diff_lines(diff, "-") - _diff_lines(diff, "+")  # lines moved within it are not gone
-            if 2 * len(want & gone) >= len(want):
+            minus, plus = _diff_lines(diff, "-"), _diff_lines(diff, "+")
+            gone, back = minus - plus, plus - minus  # lines moved within it are neither
+            if 2 * len(want & gone) >= len(want) and 2 * len(replaced & back) >= len(replaced):
                 found.append(RevertCommit(sha=rev, subject=subject, by="lines"))
         return found
 
