@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import git_in, sleuth_in_process
 from tools.codepath import ImportTraces, entry_modules, imported, imported_modules, judge
-from transcripts.store import layout
+from transcripts.store import Store, layout
 
 TRACE = """\
 import time: self [us] | cumulative | imported package
@@ -230,3 +230,55 @@ def test_work_in_a_child_interpreter_is_traced_through_its_stderr_or_nothing_is_
         assert pruned == set()
         shown = json.loads(_show(db, v["run_id"]))
         assert any("none of the repository's own" in e["text"] for e in shown["events"])
+
+
+def test_an_uncommitted_change_that_cannot_alter_what_runs_is_said_inert(tmp_path):
+    """Comments and formatting of a Python file, documentation in no package folder, CI settings:
+    inert. A docstring (it is code), a Python file HEAD lacks, text beside a package's modules
+    (data it may read) and a real edit are not."""
+    from tests.conftest import bench_repo
+    from tools.codepath import inert_changes
+    from tools.git import CliGit
+
+    repo, git, _good = bench_repo(tmp_path / "p", files={"lib.py": '"""Lib."""\nCOST = 1.0\n'})
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "mod.py").write_text("X = 1\n")
+    git("add", "pkg")
+    git("commit", "-qm", "a package")
+    (repo / "lib.py").write_text('"""Lib."""\n# why the cost is what it is\nCOST = 1.0  # per item\n')
+    (repo / "NOTES.txt").write_text("what I tried\n")
+    (repo / ".github").mkdir()
+    (repo / ".github" / "ci.yml").write_text("on: push\n")
+    (repo / "pkg" / "table.txt").write_text("a b c\n")  # beside a package's modules: data
+    (repo / "pkg" / "mod.py").write_text('"""Now documented."""\nX = 1\n')  # a docstring is code
+    (repo / "new.py").write_text("# nothing yet\n")
+    (repo / "bench.py").write_text((repo / "bench.py").read_text() + "\nCOST_SCALE = 2\n")
+    paths = ["NOTES.txt", ".github/ci.yml", "bench.py", "lib.py", "new.py", "pkg/mod.py", "pkg/table.txt"]
+    assert inert_changes(CliGit(repo), paths) == {
+        "lib.py": "comments and formatting only",
+        "NOTES.txt": "documentation",
+        ".github/ci.yml": "CI and repository settings",
+    }
+    assert inert_changes(CliGit(repo), paths, limit=3) is None  # a checkout mid-refactor: not looked at
+
+
+def test_a_hunt_suspects_no_uncommitted_change_that_cannot_alter_what_runs(tmp_path):
+    """A comment in an executed module and an untracked NOTES.txt: no uncommitted hypothesis, no
+    A/B for them (a toolz trial's hunt spent 320 samples and 145 of its 220 s on one), and the
+    plan says which paths were left out and why. The slow commit is still named."""
+    from tests.conftest import hunt_bench, one_slow_commit
+
+    repo, good, slow = one_slow_commit(tmp_path / "p", 6, 4)
+    (repo / "lib.py").write_text((repo / "lib.py").read_text() + "# measured on a quiet machine\n")
+    (repo / "NOTES.txt").write_text("what I tried\n")
+    db = tmp_path / "r.db"
+    v = hunt_bench(repo, good, db)
+    assert v["root_cause"]["ref"] == slow
+    assert not [h for h in v["hypotheses"] if h["category"] == "uncommitted"]
+    (run,) = [r["id"] for r in Store(db).runs()]
+    said = [e["text"] for e in Store(db).events(run) if e["text"].startswith("uncommitted: ")]
+    assert said == [
+        "uncommitted: 2 path(s) whose change cannot alter what runs: NOTES.txt (documentation); "
+        "lib.py (comments and formatting only)"
+    ]

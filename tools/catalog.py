@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from tools.bench import BenchConfig, BenchResult, run_bench
 from tools.bisect import BisectConfig, BisectResult, bisect
+from tools.codepath import inert_changes
 from tools.git import (
     CliGit,
     CommitInfo,
@@ -232,8 +233,12 @@ def _state(ctx: ToolContext, s: StateArgs) -> State:
 
 @tool("git_status", "read")
 def git_status(ctx: ToolContext, args: NoArgs) -> GitStatus:
-    """Staged, unstaged and untracked files of the checkout, its branch and HEAD."""
-    return ctx.git.status()
+    """Staged, unstaged and untracked files of the checkout, its branch and HEAD, and which of
+    those changes cannot alter what runs (``inert``: comments and formatting only, documentation,
+    CI settings)."""
+    status = ctx.git.status()
+    changed = sorted(set(status.staged + status.unstaged + status.untracked))
+    return status.model_copy(update={"inert": inert_changes(ctx.git, changed)})
 
 
 @tool("git_log", "read")

@@ -40,6 +40,10 @@ class GitStatus(BaseModel):
     staged: list[str]
     unstaged: list[str]
     untracked: list[str]
+    # Changed paths whose change cannot alter what runs, with why (``tools.codepath.inert_changes``:
+    # comments and formatting of a Python file, documentation outside any package, CI settings);
+    # None where not looked at (a recording made before it was).
+    inert: dict[str, str] | None = None
 
     @property
     def clean(self) -> bool:
@@ -392,6 +396,12 @@ class CliGit:
             if any(full.startswith(n) for n in named):
                 found.append(RevertCommit(sha=rev, subject=subject))
         return found
+
+    def worktree_file(self, path: str) -> str | None:
+        """A file's text in the checkout as it is now (uncommitted edits included); None where
+        there is no such file (deleted, or a folder)."""
+        res = self.host.run(["cat", "--", path], cwd=self.path, timeout=self.timeout)
+        return res.stdout if res.ok else None
 
     def file_at(self, ref: str, path: str) -> str | None:
         """A file's text at ``ref``; None where ``ref``'s tree has no such file."""

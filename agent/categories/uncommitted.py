@@ -1,9 +1,11 @@
 """Uncommitted changes: a patch in the working tree slows it.
 
-Suspected: every staged, unstaged or untracked path; a patch under a backend the server's log
-says is not in use is demoted (not on the executed path). Tested by one A/B for all of them (HEAD
-vs the working tree, or the environment's clean A/B); localized by halving (HEAD plus half of the
-patches, as a snapshot commit). Fix: discard the change (a person approves it).
+Suspected: every staged, unstaged or untracked path whose change could alter what runs (not
+comments and formatting alone, documentation or CI settings: ``tools.codepath.inert_changes``); a
+patch under a backend the server's log says is not in use is demoted (not on the executed path).
+Tested by one A/B for all of them (HEAD vs the working tree, or the environment's clean A/B);
+localized by halving (HEAD plus half of the patches, as a snapshot commit). Fix: discard the
+change (a person approves it).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from agent.experiments import ab, explains, fmt, halve, set_verdict, under_said
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
+from tools.codepath import entry_modules
 
 NAME = "uncommitted"
 
@@ -24,10 +27,19 @@ CODE_PATHS = {
 
 def changed_files(hunt: Hunt, rt: Runtime) -> list[str]:
     """Every path with uncommitted work: staged, unstaged or untracked (none if git fails)."""
+    return sorted(_status(hunt, rt)[0])
+
+
+def _status(hunt: Hunt, rt: Runtime) -> tuple[set[str], dict[str, str]]:
+    """The paths with uncommitted work, and those of them whose change cannot alter what runs
+    (``tools.codepath.inert_changes``), less any the benchmark command names (its input)."""
     status = rt.tool("git_status", {}, hunt=hunt)
     if not status.ok:
-        return []
-    return sorted(set(status.result["staged"] + status.result["unstaged"] + status.result["untracked"]))
+        return set(), {}
+    r = status.result
+    named = entry_modules(hunt.target.command)[1] if hunt.target.command else set()
+    inert = {p: why for p, why in (r.get("inert") or {}).items() if p not in named}
+    return set(r["staged"] + r["unstaged"] + r["untracked"]), inert
 
 
 def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
@@ -36,7 +48,12 @@ def server_args(hunt: Hunt, rt: Runtime) -> dict[str, str]:
 
 
 def suspect(hunt: Hunt, rt: Runtime, add) -> None:
-    changed = changed_files(hunt, rt)
+    changed, inert = _status(hunt, rt)
+    if inert:  # a change that cannot alter what runs is no suspect: evidence first
+        listed = "; ".join(f"{p} ({why})" for p, why in sorted(inert.items())[:4])
+        more = f"; {len(inert) - 4} more" if len(inert) > 4 else ""
+        rt.say(hunt, "plan", f"uncommitted: {len(inert)} path(s) whose change cannot alter what runs: {listed}{more}")
+    changed = sorted(changed - set(inert))
     args = server_args(hunt, rt) if changed else {}
     for path in changed:
         h = add(NAME, f"the uncommitted change to {path} slows it", "A/B: HEAD vs the working tree", path)
