@@ -293,7 +293,8 @@ def hunt_cmd(
     launch_timeout: LaunchTimeoutOpt = None,
     busy_wait: BusyWaitOpt = None,
     sample_timeout: Annotated[
-        float | None, typer.Option(min=0.001, help="seconds per sample (default: 10x the slowest sample seen)")
+        float | None,
+        typer.Option(min=0.001, help="seconds per sample, each request whole (default: 10x the slowest sample seen)"),
     ] = None,
     setup: SetupOpt = None,
     trace_paths: TracePathsOpt = None,

@@ -172,3 +172,72 @@ def test_a_timeout_that_is_not_positive_is_bad_input_not_a_traceback():
 
     proc = sleuth_in_process("bench", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--timeout", "-1")
     assert proc.returncode == 2 and "'--timeout'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.fixture()
+def dripping_server():
+    """A real HTTP server on 127.0.0.1 that sends one token, then an SSE keep-alive comment every
+    tenth of a second for as long as the client listens: no read ever times out."""
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                self.wfile.write(TOKEN)
+                while not stop.wait(0.1):
+                    self.wfile.write(b": keepalive\n\n")
+                    self.wfile.flush()
+            except OSError:  # the client went away
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_stream_that_never_ends_fails_its_request_at_its_timeout(dripping_server):
+    """The timeout is the whole request's, not one read's: keep-alive comments every 0.1 s held a
+    hunt past its wall budget (a trial's dripping server, killed after 668 s of a 40 s budget)."""
+    res = run_bench(BenchConfig(endpoint=dripping_server, model="m", requests=2, concurrency=1, timeout_s=1))
+    assert res.errors == 2
+    assert all(s.error == "timed out: no complete answer within 1 s (the stream stayed open)" for s in res.samples)
+
+
+def test_an_interrupt_leaves_a_run_whose_stream_never_ends_at_once(dripping_server, tmp_path):
+    """SIGTERM (a hunt's KeyboardInterrupt) mid-run leaves at once: the pool's own exit waited for
+    every request still open, so the first SIGTERM of a hunt on a dripping server did nothing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = tmp_path / "started"
+    code = (
+        "import pathlib, signal\n"
+        "from tools.bench import BenchConfig, run_bench\n"
+        "def stop(*_): raise KeyboardInterrupt\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        f"cfg = BenchConfig(endpoint={dripping_server!r}, model='m', requests=1, timeout_s=600)\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        "run_bench(cfg)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the request is open, its stream dripping
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)  # the request's own timeout is 600 s
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err

@@ -20,7 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -204,7 +204,16 @@ def _open(client: openai.OpenAI, cfg: BenchConfig, index: int):
     return client.completions.with_streaming_response.create(prompt=cfg.prompt, **common)
 
 
-def _events(response) -> Iterator[dict]:
+OVERRAN = "timed out: no complete answer within"  # a request past its time: the stream stayed open
+
+
+class _Overran(Exception):
+    """A request's stream outlived its time (``BenchConfig.timeout_s`` is the whole request's, not
+    one read's): a server that sends keep-alive comments every second never trips a read timeout,
+    and held a hunt past its wall budget, deaf to the first SIGTERM (a trial's dripping server)."""
+
+
+def _events(response, deadline: float = float("inf")) -> Iterator[dict]:
     """The stream's events as plain dicts, read line by line as the serving projects' own
     benchmark clients read them (``sglang.bench_serving``, ``vllm bench serve``). The SDK's
     typed chunk per token costs twice the CPU (0.6 vs 0.3 ms a token on a lab server), and on a
@@ -214,6 +223,8 @@ def _events(response) -> Iterator[dict]:
 
     try:
         for line in response.iter_lines():
+            if time.perf_counter() > deadline:
+                raise _Overran()
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
@@ -266,7 +277,7 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
     chat = cfg.api == "chat"
     try:
         with _open(client, cfg, index) as response:
-            for event in _events(response):
+            for event in _events(response, start + cfg.timeout_s):
                 if event.get("usage"):
                     usage = event["usage"]
                 choices = event.get("choices")
@@ -285,6 +296,8 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
                 chunks += 1
     except openai.OpenAIError as exc:
         return RequestSample(index=index, ok=False, error=_said(exc, cfg))
+    except _Overran:
+        return RequestSample(index=index, ok=False, error=f"{OVERRAN} {cfg.timeout_s:g} s (the stream stayed open)")
     except ValueError as exc:  # not JSON: a proxy's page, a truncated line
         return RequestSample(index=index, ok=False, error=f"malformed stream event: {exc}")
     end = time.perf_counter()
@@ -303,6 +316,17 @@ def _one(client: openai.OpenAI, cfg: BenchConfig, index: int) -> RequestSample:
         itl_s=itl,
         decode_tok_per_s=(completion - 1) / decode_s if decode_s > 0 and completion > 1 else 0.0,
     )
+
+
+def _outcome(future: Future, index: int, bound: float) -> RequestSample:
+    """A request's sample, or why there is none: still open past the run's bound, or an error its
+    thread raised (the client closed under it)."""
+    if not future.done():
+        return RequestSample(index=index, ok=False, error=f"{OVERRAN} {bound:.0f} s (the run's bound)")
+    exc = future.exception()
+    if exc is not None:
+        return RequestSample(index=index, ok=False, error=f"{type(exc).__name__}: {exc}")
+    return future.result()
 
 
 def _arrivals(cfg: BenchConfig) -> list[float]:
@@ -374,10 +398,20 @@ def run_bench(
         return s
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=cfg.concurrency) as pool:
-        samples = list(pool.map(task, range(cfg.requests)))
+    # Waited for with a bound, never for ever: a request whose stream never ends is its thread's,
+    # and an interrupt (SIGTERM, Ctrl-C) leaves at once, where the pool's own exit waited for every
+    # request still open (the first SIGTERM of a hunt on a dripping server did nothing).
+    rounds = -(-cfg.requests // cfg.concurrency)
+    bound = (arrivals[-1] if arrivals else 0.0) + rounds * cfg.timeout_s + 5.0
+    pool = ThreadPoolExecutor(max_workers=cfg.concurrency)
+    try:
+        futures = [pool.submit(task, i) for i in range(cfg.requests)]
+        wait(futures, timeout=bound)
+        samples = [_outcome(f, i, bound) for i, f in enumerate(futures)]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        client.close()  # a read still open fails at its next byte or read timeout: its thread ends
     duration = (time.perf_counter() - start) / cfg.time_scale
-    client.close()
     ok = [s for s in samples if s.ok]
     tokens = sum(s.completion_tokens for s in ok)
     decode_tokens = sum(max(0, s.completion_tokens - 1) for s in ok)

@@ -585,7 +585,9 @@ class Measurer:
         text = server.log_text()
         alive = server.alive()
         failure = first_failure(text)
-        if timed_out and alive:
+        if timed_out and alive and "stream stayed open" in error:
+            how = f"never finishes an answer (its stream stayed open past {timeout:.0f} s)"
+        elif timed_out and alive:
             how = f"stops answering (no response within {timeout:.0f} s)"
         else:
             how = "crashes on a request" if not alive or failure else "fails requests"
