@@ -30,6 +30,7 @@ from tools.host import Host, LocalHost
 from tools.measure import (
     BrokenState,
     CommandFailed,
+    CommandHung,
     Cost,
     Deadline,
     HostBusy,
@@ -86,7 +87,7 @@ def with_env(template: str, env: dict[str, str]) -> str:
 
 # Probe failures by kind: recorded with the kind's name and raised again as that kind in a replay.
 PROBE_ERRORS: dict[str, type[ProbeError]] = {
-    cls.__name__: cls for cls in (ProbeError, BrokenState, Unbuildable, CommandFailed, HostBusy)
+    cls.__name__: cls for cls in (ProbeError, BrokenState, Unbuildable, CommandFailed, CommandHung, HostBusy)
 }
 
 

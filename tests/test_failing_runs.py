@@ -140,3 +140,23 @@ def test_a_commit_whose_benchmark_fails_mid_bisection_is_listed_with_the_states_
     refused = sleuth_in_process("approve", v["run_id"], "--db", tmp_path / "runs.db")
     assert refused.returncode == 2, refused.stdout
     assert "is not awaiting approval (its action is for a person to do, nothing to approve: " in refused.stderr
+
+
+def test_a_commit_whose_benchmark_hangs_mid_bisection_is_listed_with_how_long_it_was_given(tmp_path):
+    """A probe whose benchmark outlasts its timeout is skipped by the bisection, and the verdict's
+    ``broken`` lists it (a trial's hunt skipped such a commit without a word in the report; only
+    `sleuth show` had "ProbeError: benchmark command timed out twice (10 s, then 20 s) in ...:")."""
+    fails = "if subject == 'change 2':\n    import time; time.sleep(600)"
+    repo, good, culprit = _project(tmp_path, fails, only_culprit_in_lib=False)
+    parent = git_in(repo)("rev-parse", f"{culprit}^")
+    r = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
+        "--good-value", "1.0", "--samples", "3", "--sample-timeout", "3", "--json", "--db", tmp_path / "runs.db",
+    )  # fmt: skip
+    v = json.loads(r.stdout)
+    listed = [b for b in v["broken"] if b["ref"] == parent[:10]]
+    assert listed and listed[0]["how"] == "benchmark command timed out (3 s)", v["broken"]
+    assert listed[0]["failure"] == "no output", listed
+    report = (tmp_path / "runs" / v["run_id"] / "report.md").read_text()
+    listed_at = report.split("## States that did not build, serve or run")[1]
+    assert f"| `{parent[:10]}` | benchmark command timed out (3 s) | no output |" in listed_at

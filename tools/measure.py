@@ -96,8 +96,18 @@ class Unbuildable(StateFailure):
 class CommandFailed(StateFailure):
     """The benchmark command exited non-zero or printed no number in the state's worktree (a
     commit that does not import, a script that changed its output): the state's own failure,
-    listed with the states that did not build or serve. A command that timed out stays a plain
-    ``ProbeError``: a busy host can stretch a run, and it is tried again."""
+    listed with the states that did not build or serve."""
+
+    final = True  # it fails the same way again: the measurer does not try it twice
+
+
+class CommandHung(CommandFailed):
+    """The benchmark command outlasted its timeout (twice, where the timeout was derived): listed
+    with the states that did not run, so a bisection's skip is said (a trial's hunt skipped a
+    commit whose benchmark hung and the report never named it), but not final: a busy host can
+    stretch a run, and a later measurement tries it again."""
+
+    final = False
 
 
 class HostBusy(ProbeError):
@@ -542,7 +552,7 @@ class Measurer:
             raise Deadline("the wall-time budget ran out during a benchmark command")
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
         if res.timed_out:
-            raise ProbeError(f"benchmark command {timeout_said} in {worktree}: {tail[0][:200]}")
+            raise CommandHung(state.label, state.ref, f"benchmark command {timeout_said}", tail[0][:200] or "no output")
         if not res.ok:
             raise CommandFailed(state.label, state.ref, f"benchmark command exit {res.exit_code}", tail[0][:200])
         try:
@@ -629,7 +639,7 @@ class Measurer:
                     on_sample(state.label, value)
         except BaseException as exc:
             self._retire(key)
-            if isinstance(exc, StateFailure) and key not in self.broken:
+            if isinstance(exc, StateFailure) and getattr(exc, "final", True) and key not in self.broken:
                 self.broken[key] = exc
             raise
 
