@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tools.serverlog import parse_log
 from tools.stats import compare, high_threshold, min_p_value, summarize
@@ -248,3 +249,33 @@ def test_launches_within_the_smallest_effect_that_matters_are_the_same_by_their_
     slower = [x * 0.9 for x in culprit]
     cmp = compare_launches(parent, [8, 8], slower, [8, 8], context=[], min_effect_pct=6.0, interval=False)
     assert cmp.verdict != "same"
+
+
+@pytest.mark.parametrize(
+    ("log", "said"),
+    [
+        (
+            "srv mode=crash_after:3\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ),
+        (  # vllm-project/vllm#8177: the NCCL watchdog's line, before any traceback
+            "INFO serving\n[rank0]:[E219 12:14:43.351 ProcessGroupNCCL.cpp:1595] [PG ID 2 Rank 0] Process group "
+            "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call\n",
+            "[PG ID 2 Rank 0] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+            "memory access was encountered",
+        ),
+        (  # vllm-project/vllm#20170
+            "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  NCCL error\n",
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+        ),
+        ("started\nFatal Python error: Segmentation fault\n", "Fatal Python error: Segmentation fault"),
+        ("INFO: 127.0.0.1 - POST /v1/completions 200\n", None),
+    ],
+)
+def test_a_server_that_dies_without_a_traceback_is_said_by_the_line_it_printed(log, said):
+    """A crash is evidence, said in its own words: a trial's server printed its CUDA error and
+    exited, and the report said "crashes on a request: no error in the log"."""
+    from tools.serverlog import first_failure
+
+    assert first_failure(log) == said

@@ -79,7 +79,21 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _EXC = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
 # A client that hung up mid-answer: a consequence (the benchmark gave up), never the cause.
 _BYSTANDERS = {"ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError"}
-_FATAL = ("watchdog timeout", "Not enough memory", "Free memory on device", "out of memory")
+# Lines a dying server prints outside any Python traceback: a watchdog, an out-of-memory at start,
+# and what CUDA, the C++ runtime and the interpreter print as they abort (vLLM's NCCL watchdog's
+# "terminated with exception: CUDA error: an illegal memory access", vllm-project/vllm#8177,
+# #20170): a trial's server that printed its CUDA error and exited was "no error in the log".
+_FATAL = (
+    "watchdog timeout",
+    "Not enough memory",
+    "Free memory on device",
+    "out of memory",
+    "CUDA error:",
+    "NCCL error",
+    "terminate called after throwing",
+    "Fatal Python error",
+    "Segmentation fault",
+)
 
 
 def first_failure(text: str) -> str | None:
