@@ -234,15 +234,18 @@ def at_head(hunt: Hunt, rt: Runtime, h: Hypothesis, parents: dict, res: BisectRe
             h.reason += note
             rt.say(hunt, "localize", f"{culprit[:10]} stands{note}")
             break
-        hunt.undone.append(
-            {
-                "sha": culprit,
-                "subject": subject,
-                "reverted_by": undo["sha"],
-                "revert_subject": undo["subject"],
-                "numbers": numbers,
-            }
-        )
+        step = {
+            "sha": culprit,
+            "subject": subject,
+            "reverted_by": undo["sha"],
+            "revert_subject": undo["subject"],
+            "numbers": numbers,
+        }
+        # Found again by a search after a self-correction: listed once, with its latest numbers;
+        # and no longer a culprit of the hunt's, whatever stops the next search (a budget stop left
+        # the verdict's ``culprits`` naming the undone step, twice listed in ``undone``).
+        hunt.undone = [u for u in hunt.undone if (u["sha"], u["reverted_by"]) != (culprit, undo["sha"])] + [step]
+        hunt.culprits = [c for c in hunt.culprits if c != culprit]
         silently = " (it deletes the lines it added; its message does not say so)" if undo.get("by") == "lines" else ""
         said = (
             f'{culprit[:10]} "{subject}" was undone by {undo["sha"][:10]} "{undo["subject"]}"{silently} ({numbers}): '
