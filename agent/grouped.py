@@ -120,13 +120,28 @@ def _what_it_covers(g: HypothesisGroup, hypotheses: list[Any]) -> str:
 
 
 SCREEN_ROWS = 12  # a report a person reads fits one screen
+# A row's evidence, at most (its reason grows with each step: "not confirmed ...", "undone by ...";
+# a toolz trial's history row wrapped to 40 lines of a 100-column terminal, 85 in all).
+SCREEN_REASON = 360
+
+
+def short_reason(text: str, limit: int = SCREEN_REASON) -> str:
+    """``text`` within ``limit`` characters: its start (the A/B that decided) and its end (the
+    latest step), the middle said to be in ``sleuth show RUN --json``."""
+    if len(text) <= limit:
+        return text
+    gap = " [...; `sleuth show RUN --json` has it whole] "
+    head = (limit - len(gap)) * 2 // 3
+    return text[:head].rstrip() + gap + text[-(limit - len(gap) - head) :].lstrip()
 
 
 def for_screen(groups: list[HypothesisGroup], limit: int = SCREEN_ROWS) -> list[HypothesisGroup]:
     """At most ``limit`` rows: the groups that decided something first (supported, then
     inconclusive, then the rest, each in ledger order), and every group past ``limit - 1`` folded
-    into one last row that counts them by verdict and category. ``sleuth show RUN --json`` and the
-    verdict JSON keep every hypothesis."""
+    into one last row that counts them by verdict and category; each row's evidence cut to
+    ``SCREEN_REASON`` characters. ``sleuth show RUN --json`` and the verdict JSON keep every
+    hypothesis, whole."""
+    groups = [g.model_copy(update={"reason": short_reason(g.reason)}) for g in groups]
     if len(groups) <= limit:
         return groups
     rank = {"supported": 0, "inconclusive": 1, "open": 2}

@@ -358,3 +358,19 @@ def test_a_hunt_that_stated_no_hypothesis_says_so_instead_of_an_empty_table():
     console = Console(record=True, width=120)
     console.print(report_view(hunt))
     assert "Hypotheses: none stated" in console.export_text()
+
+
+def test_a_rows_evidence_is_cut_to_its_start_and_end_where_it_grew_long():
+    """A history row's reason grows with each step (the A/B, "not confirmed ...", "undone by ...",
+    the budget): a toolz trial's wrapped to 40 lines of a 100-column terminal. On screen it keeps
+    its start (the A/B that decided) and its end (the latest step); the JSON keeps it whole."""
+    from agent.grouped import SCREEN_REASON, for_screen
+
+    decided = "good-candidate 1.837 vs HEAD 3.438 value (+87.2%, p=0.0014, different)"
+    latest = "stopped: probe budget of 20 exhausted"
+    long = decided + "; " + "; ".join(f"step {i} measured and dropped" for i in range(40)) + "; " + latest
+    (row,) = for_screen(group_hypotheses([_h(1, "history", "abc", "supported", long, ["m1"])]))
+    assert len(row.reason) <= SCREEN_REASON and row.reason.startswith(decided) and row.reason.endswith(latest)
+    assert "`sleuth show RUN --json` has it whole" in row.reason
+    (short,) = for_screen(group_hypotheses([_h(1, "history", "abc", "supported", decided, ["m1"])]))
+    assert short.reason == decided
