@@ -291,18 +291,28 @@ def main() -> None:
 
 def one_workload(bench: str | None, launch: str | None) -> None:
     """A benchmark command or a server to launch and benchmark, not both: given both, the command
-    was used and the launch silently ignored."""
+    was used and the launch silently ignored. A command's placeholders spelt as sleuth fills them
+    (a launch's: ``check_launch``)."""
     if bench and launch:
         bad_input(
             "--bench/--launch: give one: a command that prints the number (--bench) or a server to "
             "launch and benchmark (--launch)"
         )
+    from tools.server import misspelt_placeholder
+
+    if bench and (why := misspelt_placeholder(bench, ("worktree", "out"))):
+        bad_input(f"--bench: {why}")
 
 
 def check_launch(flag: str, launch: str) -> None:
     """A launch template must say where the server listens: ``{port}``, a free port sleuth picks
     per launch and then waits on. Without it the server listened elsewhere and every state waited
-    out the launch timeout (30 minutes by default) before "does not become healthy"."""
+    out the launch timeout (30 minutes by default) before "does not become healthy". A misspelt
+    placeholder (``misspelt_placeholder``) is said first: ``{prot}`` is why ``{port}`` is missing."""
+    from tools.server import misspelt_placeholder
+
+    if why := misspelt_placeholder(launch, ("worktree", "port")):
+        bad_input(f"{flag}: {why}")
     if "{port}" not in launch:
         bad_input(
             f"{flag}: '{launch}' has no {{port}}: the server must listen on the port sleuth gives it "

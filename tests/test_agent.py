@@ -809,3 +809,22 @@ def test_a_launch_template_without_a_port_placeholder_is_bad_input(tiny, tmp_pat
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: --launch: 'python3 -m mlx_lm.server --port 18999' has no {port}")
+
+
+@pytest.mark.parametrize(
+    ("flag", "template", "slip", "meant"),
+    [
+        ("--launch", "cd {wortree} && exec python3 srv.py {port}", "wortree", "worktree"),
+        ("--launch", "python3 srv.py --port {prot}", "prot", "port"),
+        ("--bench", "python3 {worktre}/bench.py", "worktre", "worktree"),
+    ],
+)
+def test_a_misspelt_placeholder_is_bad_input_before_any_run(tiny, tmp_path, flag, template, slip, meant):
+    """It went to the shell as it was: "cd: {wortree}: No such file or directory" at the first
+    launch, exit 1 and a run in the store (a trial's). Now one line, exit 2, no store."""
+    repo, good = tiny
+    extra = ["--served-model", "m"] if flag == "--launch" else ["--lower-is-better"]
+    proc = sleuth_in_process("hunt", "--repo", repo, "--good", good, flag, template, *extra, "--db", tmp_path / "r.db")
+    said = f"'{{{slip}}}' is not a placeholder sleuth fills; did you mean {{{meant}}}?"
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {said}"
+    assert not (tmp_path / "r.db").exists()

@@ -74,6 +74,7 @@ def test_bisect_finds_the_lab_culprit_from_the_alert(scenario, tmp_path):
         (["--launch", "echo booting --port {port}; exit 3"], "error: --launch: the good reference "),
         # no {port}: the server listens where nothing looks, and each state waited out the launch timeout
         (["--launch", "serve --port 18999"], "error: --launch: 'serve --port 18999' has no {port}"),
+        (["--launch", "serve --port {prot}"], "error: --launch: '{prot}' is not a placeholder sleuth fills"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):

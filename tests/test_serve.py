@@ -639,6 +639,7 @@ def test_a_misspelt_key_or_a_launch_without_its_port_is_refused_when_targets_tom
         (base + 'good_reff = "v1"\n', "good_reff"),
         (base + "lower_is_beter = true\n", "lower_is_beter"),
         (base + 'launch = "serve --port 30000"\n', "launch: 'serve --port 30000' has no {port}"),
+        (base + 'launch = "serve --port {prot}"\n', "launch: '{prot}' is not a placeholder sleuth fills"),
     ):
         (tmp_path / "t.toml").write_text(text)
         with pytest.raises(ConfigError, match=re.escape(said)):

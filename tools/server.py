@@ -9,8 +9,10 @@ interpreter it execs, any workers. The same code drives this machine and a node 
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import shlex
 import time
 import urllib.error
@@ -31,6 +33,18 @@ class ServerError(RuntimeError):
     def __init__(self, message: str, clash: bool = False) -> None:
         super().__init__(message)
         self.clash = clash
+
+
+def misspelt_placeholder(template: str, known: tuple[str, ...]) -> str | None:
+    """A ``{name}`` in ``template`` that is a slip for one sleuth fills (``{wortree}``, ``{prot}``):
+    it went to the shell as it was, and the hunt failed at its first launch ("cd: {wortree}: No such
+    file or directory", exit 1 and a run in the store). Braces of the shell's own (``${VAR}``,
+    ``{a,b}``, awk's ``{print $1}``) are left alone: only a name close to a placeholder is said."""
+    for m in re.finditer(r"(?<!\$)\{([A-Za-z_]+)\}", template):
+        name = m.group(1)
+        if name not in known and (close := difflib.get_close_matches(name, known, n=1, cutoff=0.7)):
+            return f"'{{{name}}}' is not a placeholder sleuth fills; did you mean {{{close[0]}}}?"
+    return None
 
 
 def render(template: str, worktree: str | Path, port: int) -> str:

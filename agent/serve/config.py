@@ -44,6 +44,7 @@ from agent.alerts import AlertError, bench_config
 from agent.state import Budget
 from tools.bench import SERVER_METRICS
 from tools.metric import higher_is_better
+from tools.server import misspelt_placeholder
 from tools.validation import load_toml_model
 
 
@@ -110,6 +111,8 @@ class ServeTarget(BaseModel):
     def _port_in_launch(self) -> ServeTarget:
         """A launch must listen on the port sleuth gives it (``{port}``), or every state waits out
         the launch timeout."""
+        if self.launch is not None and (why := misspelt_placeholder(self.launch, ("worktree", "port"))):
+            raise ValueError(f"launch: {why}")
         if self.launch is not None and "{port}" not in self.launch:
             raise ValueError(
                 f"launch: '{self.launch}' has no {{port}}: the server must listen on the port sleuth gives it"
