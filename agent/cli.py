@@ -36,7 +36,12 @@ SlotsOpt = Annotated[
     int | None, typer.Option(min=1, help="servers the host holds at once (default: the alert's, else 1)")
 ]
 LaunchTimeoutOpt = Annotated[
-    float | None, typer.Option(min=0.001, help="seconds from launch to healthy (default: the alert's, else 1800)")
+    float | None,
+    typer.Option(
+        min=0.001,
+        help="seconds from launch to healthy; with --bench, the bound of its first run, before a run was timed "
+        "(default: the alert's, else 1800)",
+    ),
 ]
 BusyWaitOpt = Annotated[
     float | None,
