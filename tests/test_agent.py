@@ -828,3 +828,20 @@ def test_a_misspelt_placeholder_is_bad_input_before_any_run(tiny, tmp_path, flag
     said = f"'{{{slip}}}' is not a placeholder sleuth fills; did you mean {{{meant}}}?"
     assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {said}"
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_launch_timeout_too_short_for_any_state_is_named_not_the_code(small, tmp_path):
+    """Every state waited out a 0.05 s launch timeout: the summary names the timeout as the
+    suspect, says it as given (it said "within 0 s"), and no state's error is a line of the
+    import trace (it said "import time: 561 | 10883 | email.utils"), as a trial's did."""
+    proc = sleuth_in_process(
+        "hunt", "--alert", small.root / "alert.json", "--launch-timeout", "0.05", "--db", tmp_path / "r.db", "--json"
+    )
+    v = json.loads(proc.stdout)
+    assert v["status"] == "inconclusive" and "no known-good state serves either" in v["summary"], v["summary"]
+    assert v["summary"].endswith(
+        "each state waited out the launch timeout (0.05 s) alike: is --launch-timeout long enough for a launch on "
+        "this host?"
+    )
+    assert v["broken"] and all(b["how"] == "does not become healthy within 0.05 s" for b in v["broken"])
+    assert not [b for b in v["broken"] if (b["failure"] or "").startswith("import time:")], v["broken"]

@@ -55,10 +55,11 @@ from tools.metric import MetricError, MetricSpec
 from tools.server import Server, ServerError, launch, reap
 from tools.serverlog import first_failure
 from tools.stats import Comparison, Summary, compare_launches, split_launches, summarize
-from tools.text import first_line
+from tools.text import first_line, seconds
 
 # What a launch that finds the GPUs taken prints (SGLang, vLLM, the lab): not the state's fault.
 _NO_CAPACITY = re.compile(r"occupied by other processes|Free memory on device|Not enough memory|out of memory", re.I)
+_IMPORT_TRACE = re.compile(r"^import time:\s")  # PYTHONPROFILEIMPORTTIME's lines (tools.codepath)
 
 
 class Deadline(RuntimeError):
@@ -472,8 +473,11 @@ class Measurer:
                 if exc.clash:
                     said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
                     raise HostBusy(f"{said}: {text}") from exc
-                how = f"does not become healthy within {timeout:.0f} s" if "not healthy" in text else "does not start"
-                lines = [x.strip() for x in text.splitlines() if x.strip()]
+                waited = f"does not become healthy within {seconds(timeout)} s"
+                how = waited if "not healthy" in text else "does not start"
+                # The log's last line, where no error stands out; never a line of the import trace
+                # (a launch cut short mid-import showed "import time: 561 | 10883 | email.utils").
+                lines = [x.strip() for x in text.splitlines() if x.strip() and not _IMPORT_TRACE.match(x.strip())]
                 failure = first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
                 self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
                 raise self.broken[key] from exc

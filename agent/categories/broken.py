@@ -22,6 +22,7 @@ from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis
 from tools.bisect import ProbeError, bisect_broken
 from tools.measure import BrokenState
+from tools.text import seconds
 
 
 def reproduce(hunt: Hunt, rt: Runtime, exc: BrokenState) -> None:
@@ -95,6 +96,18 @@ def _localize_patches(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> None:
             x.status, x.reason = "refuted", f"HEAD plus [{', '.join(paths)}] " + ("serves" if ok else "does not serve")
 
 
+def _timeout_said(hunt: Hunt) -> str:
+    """Where every state failed by waiting out the launch timeout, the timeout is the first
+    suspect, not the code: a trial's --launch-timeout 0.01 read "HEAD does not serve (does not
+    become healthy within 0 s ...); no known-good state serves either"."""
+    if not hunt.broken or not all(b["how"].startswith("does not become healthy within") for b in hunt.broken):
+        return ""
+    return (
+        f"; each state waited out the launch timeout ({seconds(hunt.target.launch_timeout_s)} s) alike: "
+        "is --launch-timeout long enough for a launch on this host?"
+    )
+
+
 def localize(hunt: Hunt, rt: Runtime, subject_of) -> None:
     """Name the change that broke serving."""
     sup = [h for h in hunt.hypotheses if h.status == "supported"]
@@ -106,7 +119,9 @@ def localize(hunt: Hunt, rt: Runtime, subject_of) -> None:
         return
     if history is None:
         hunt.status = "inconclusive"
-        hunt.root_summary = f"HEAD does not serve ({hunt.head_broken}); no known-good state serves either"
+        hunt.root_summary = (
+            f"HEAD does not serve ({hunt.head_broken}); no known-good state serves either" + _timeout_said(hunt)
+        )
         return
     good, head = rt.resolve(hunt, history.subject or ""), rt.resolve(hunt, "HEAD")
     parents = rt.rev_list(hunt, good, head)
