@@ -241,9 +241,14 @@ def bisect_cmd(
             probes.close()
     used = {name: len(set(shas)) for name, shas in probes.used.items()} if probes else None
     lost = probes.lost if isinstance(probes, SSHProbePool) else {}
+    # A step is where the metric first moved, not the cause at the bad end: one a later commit
+    # reverted may have come back in a re-land (a trial's bisect named the undone first landing,
+    # confidence 100 %, without a word; `sleuth hunt` follows the revert).
+    undone = {c.sha: git.reverts_of(c.sha, bad_sha) for c in res.culprits}
     if json_out:
         pool_out = {"pool": used, "pool_lost": lost} if used is not None else {}
-        print_json(res.model_dump(mode="json") | pool_out)
+        later = {"reverted_later": {s: [r.sha for r in rs] for s, rs in undone.items() if rs}}
+        print_json(res.model_dump(mode="json") | pool_out | later)
         return
     for name, why in lost.items():
         said = f"pool host {name} stopped answering mid-way ({why}); the others went on"
@@ -262,6 +267,15 @@ def bisect_cmd(
             ", ".join(s[:10] for s in c.suspects) if len(c.suspects) > 1 else "",
         )
     out.print(t)
+    for sha, reverts in undone.items():
+        if reverts:
+            r = reverts[-1]  # the oldest
+            how = "" if r.by == "message" else " (it deletes the lines it added; its message does not say so)"
+            said = (
+                f'note: {sha[:10]} was reverted later by {r.sha[:10]} "{r.subject}"{how}: the slowness at {bad} may '
+                "be a later re-land; `sleuth hunt` measures the revert and follows it"
+            )
+            out.print(said, highlight=False, markup=False, soft_wrap=True)
     out.print(
         f"probes {res.probes} (bound {log2_bound(res.candidates)}), samples {res.samples}, "
         f"skipped {len(res.skipped)}, confidence {res.confidence:.0%}",

@@ -10,7 +10,7 @@ import pytest
 
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
-from tests.conftest import sleuth_exe, sleuth_in_process
+from tests.conftest import git_in, sleuth_exe, sleuth_in_process
 from tools.bisect import log2_bound
 
 SPEC = """
@@ -96,3 +96,21 @@ def test_warnings_before_a_bisection_reach_stderr_with_json_too(tiny, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "warning: no --metric or --metric-regex named" in proc.stderr
     assert json.loads(proc.stdout)["culprits"]
+
+
+def test_a_step_reverted_later_is_said_with_its_revert(tmp_path):
+    """`sleuth bisect` finds where the metric first moved: a step a later commit reverted, then
+    re-landed, was named with confidence 100 % and not a word of the revert (a toolz trial's).
+    The text says the revert and that a hunt follows it; the JSON lists it."""
+    from tests.worlds import _reland
+
+    repo, good, _reland_sha = _reland(tmp_path)
+    args = ["bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better"]
+    proc = sleuth_in_process(*args, "--workdir", tmp_path / "w")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = git_in(repo)("log", "--format=%H", "--grep", "^Cache nothing", "--reverse").split()[0]
+    revert = git_in(repo)("log", "--format=%H", "--grep", "^Revert").split()[0]
+    said = f'note: {first[:10]} was reverted later by {revert[:10]} "Revert "Cache nothing""'
+    assert said in proc.stdout and "`sleuth hunt` measures the revert and follows it" in proc.stdout
+    got = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w2", "--json").stdout)
+    assert got["reverted_later"] == {first: [revert]}
