@@ -222,24 +222,34 @@ def inert_changes(git, paths: list[str], limit: int = INERT_LIMIT) -> dict[str, 
     if len(paths) > limit:
         return None
     out: dict[str, str] = {}
+    packages: set[str] | None = None  # the folders holding an __init__.py, read once (one call)
     for path in paths:
         kind = _kind(path)
         if kind == "ci":
             out[path] = PRUNED_KINDS["ci"]
-        elif kind == "docs" and not _in_package_folder(git, path):
-            out[path] = PRUNED_KINDS["docs"]
-        elif kind == "python":
+        elif kind == "docs":
+            if packages is None:
+                packages = _package_folders(git, paths)
+            if not any(folder in packages for folder in _folders(path)):
+                out[path] = PRUNED_KINDS["docs"]
+        elif kind == "python":  # two reads each, at most ``limit`` files: over SSH each is a round trip
             old, new = git.file_at("HEAD", path), git.worktree_file(path)
             if old is not None and new is not None and same_code(old, new):
                 out[path] = "comments and formatting only"
     return out
 
 
-def _in_package_folder(git, path: str) -> bool:
-    """Is there an ``__init__.py`` in a folder above ``path`` in the checkout?"""
+def _folders(path: str) -> list[str]:
     parents = PurePosixPath(path).parent.parts
-    folders = ["/".join(parents[:n]) for n in range(1, len(parents) + 1)]
-    return any(git.worktree_file(f"{folder}/__init__.py") is not None for folder in folders)
+    return ["/".join(parents[:n]) for n in range(1, len(parents) + 1)]
+
+
+def _package_folders(git, changed: list[str]) -> set[str]:
+    """The folders of the checkout that hold an ``__init__.py``: HEAD's, and any among the changed
+    (untracked) paths; a deleted one still counts (the change may be its deletion)."""
+    found = set(git.git("ls-files", "--", "*__init__.py", "__init__.py").stdout.splitlines())
+    found |= {p for p in changed if PurePosixPath(p).name == "__init__.py"}
+    return {str(PurePosixPath(p).parent) for p in found}
 
 
 class ImportTraces:
