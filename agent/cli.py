@@ -282,6 +282,11 @@ def main() -> None:
             sys.stderr.write(f"error: {'/'.join(pair)}: give one, not both\n")
             sys.exit(2)
     register_for(argv)
+    if ("--help" in argv or "-h" in argv) and not sys.stdout.isatty():
+        # Help into a pipe or a file (``| less``) was drawn 80 columns wide, and the option names
+        # cut ("--higher-is-bet..."). Typer reads the width once, when it draws help; only then,
+        # so no hunt passes the variable on to what it launches.
+        os.environ.setdefault("TERMINAL_WIDTH", "120")
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # typer's click: a usage error, a bad parameter

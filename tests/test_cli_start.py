@@ -5,6 +5,7 @@ page's approvals, the service's jobs and every script pay); help lists every com
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -101,3 +102,13 @@ def test_a_direction_against_the_metrics_name_is_taken_and_said():
     assert given.higher_is_better and "'p99_latency_ms' reads as lower-is-better by its name" in given.warning
     assert resolve_metric("p99_latency_ms", None, None, True, "python3 b.py").warning is None
     assert resolve_metric("tok_per_s", None, None, None, None).warning is None
+
+
+def test_help_into_a_pipe_names_every_option_whole():
+    """`sleuth hunt --help | less` was drawn 80 columns wide and cut option names
+    ("--higher-is-bet..."), a trial's first read of the options."""
+    from tests.conftest import sleuth_exe
+
+    env = {k: v for k, v in os.environ.items() if k != "TERMINAL_WIDTH"}
+    out = subprocess.run([sleuth_exe(), "hunt", "--help"], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert "--higher-is-better" in out and "--lower-is-better" in out and "…" not in out.split("Options")[1]
