@@ -219,6 +219,11 @@ def bisect_cmd(
     )
     try:
         res = bisect(parents, good_sha, bad_sha, probe, cfg, on_record=show)
+        # A step is where the metric first moved, not the cause at the bad end: one a later commit
+        # reverted may have come back in a re-land (a trial's bisect named the undone first
+        # landing, confidence 100 %, without a word; `sleuth hunt` follows the revert). Read here,
+        # while the host is open.
+        undone = {c.sha: git.reverts_of(c.sha, bad_sha) for c in res.culprits}
     except Deadline:
         why = f"wall-time budget of {max_wall:g} s exhausted after {len({r.sha for r in seen})} probes"
         if json_out:
@@ -241,10 +246,6 @@ def bisect_cmd(
             probes.close()
     used = {name: len(set(shas)) for name, shas in probes.used.items()} if probes else None
     lost = probes.lost if isinstance(probes, SSHProbePool) else {}
-    # A step is where the metric first moved, not the cause at the bad end: one a later commit
-    # reverted may have come back in a re-land (a trial's bisect named the undone first landing,
-    # confidence 100 %, without a word; `sleuth hunt` follows the revert).
-    undone = {c.sha: git.reverts_of(c.sha, bad_sha) for c in res.culprits}
     if json_out:
         pool_out = {"pool": used, "pool_lost": lost} if used is not None else {}
         later = {"reverted_later": {s: [r.sha for r in rs] for s, rs in undone.items() if rs}}

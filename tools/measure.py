@@ -59,6 +59,7 @@ from tools.text import first_line, seconds
 
 # What a launch that finds the GPUs taken prints (SGLang, vLLM, the lab): not the state's fault.
 _NO_CAPACITY = re.compile(r"occupied by other processes|Free memory on device|Not enough memory|out of memory", re.I)
+NOT_HEALTHY = "does not become healthy within"  # a launch that waited out its timeout (BrokenState.how)
 _IMPORT_TRACE = re.compile(r"^import time:\s")  # PYTHONPROFILEIMPORTTIME's lines (tools.codepath)
 
 
@@ -70,6 +71,10 @@ class StateFailure(ProbeError):
     """A state that cannot be measured for a reason of its own (not the host's, not the budget's):
     which state (``label``, ``ref``), ``how`` it failed, the ``failure`` in one line (the first
     error of its log, or its build's output) and the ``log`` path."""
+
+    # It fails the same way again: the measurer keeps it and tries the state no more
+    # (``CommandHung``, a run past its timeout, is not: a busy host can stretch a run).
+    final = True
 
     def __init__(self, label: str, ref: str, how: str, failure: str | None, log: str | None = None) -> None:
         self.label, self.ref, self.how, self.failure, self.log = label, ref[:10], how, failure, log
@@ -98,8 +103,6 @@ class CommandFailed(StateFailure):
     """The benchmark command exited non-zero or printed no number in the state's worktree (a
     commit that does not import, a script that changed its output): the state's own failure,
     listed with the states that did not build or serve."""
-
-    final = True  # it fails the same way again: the measurer does not try it twice
 
 
 class CommandHung(CommandFailed):
@@ -473,7 +476,7 @@ class Measurer:
                 if exc.clash:
                     said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
                     raise HostBusy(f"{said}: {text}") from exc
-                waited = f"does not become healthy within {seconds(timeout)} s"
+                waited = f"{NOT_HEALTHY} {seconds(timeout)} s"
                 how = waited if "not healthy" in text else "does not start"
                 # The log's last line, where no error stands out; never a line of the import trace
                 # (a launch cut short mid-import showed "import time: 561 | 10883 | email.utils").
@@ -643,7 +646,7 @@ class Measurer:
                     on_sample(state.label, value)
         except BaseException as exc:
             self._retire(key)
-            if isinstance(exc, StateFailure) and getattr(exc, "final", True) and key not in self.broken:
+            if isinstance(exc, StateFailure) and exc.final and key not in self.broken:
                 self.broken[key] = exc
             raise
 

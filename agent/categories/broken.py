@@ -21,7 +21,7 @@ from agent.experiments import conflicts_said
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis
 from tools.bisect import ProbeError, bisect_broken
-from tools.measure import BrokenState
+from tools.measure import NOT_HEALTHY, BrokenState
 from tools.text import seconds
 
 
@@ -100,7 +100,7 @@ def _timeout_said(hunt: Hunt) -> str:
     """Where every state failed by waiting out the launch timeout, the timeout is the first
     suspect, not the code: a trial's --launch-timeout 0.01 read "HEAD does not serve (does not
     become healthy within 0 s ...); no known-good state serves either"."""
-    if not hunt.broken or not all(b["how"].startswith("does not become healthy within") for b in hunt.broken):
+    if not hunt.broken or not all(b["how"].startswith(NOT_HEALTHY) for b in hunt.broken):
         return ""
     return (
         f"; each state waited out the launch timeout ({seconds(hunt.target.launch_timeout_s)} s) alike: "

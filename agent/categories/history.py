@@ -506,7 +506,7 @@ def _once_more(hunt: Hunt, rt: Runtime, ab: Callable[[], bool]) -> bool:
     try:
         return ab()
     except ProbeError as exc:
-        if isinstance(exc, StateFailure) and getattr(exc, "final", True):
+        if isinstance(exc, StateFailure) and exc.final:
             raise
         rt.say(hunt, "confirm", f"the A/B could not be measured ({first_line(exc)}): once more, afresh")
         return ab()

@@ -210,12 +210,10 @@ def local_problem(cfg: ServeConfig) -> str | None:
 
 
 def _is_git_checkout(path: Path) -> bool:
-    import subprocess
+    from tools.git import CliGit, GitError
 
     try:
-        res = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        CliGit(path, timeout=30)  # it asks git for the checkout's top, as every hunt's git does
+    except GitError:
         return False
-    return res.returncode == 0 and res.stdout.strip() == "true"
+    return True
