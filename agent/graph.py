@@ -27,6 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
+from agent.experiments import fmt, fresh_ab, freshness
 from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
@@ -225,14 +226,19 @@ class Hunter:
 
     @staticmethod
     def _verify(hunt: Hunt, rt: Runtime) -> None:
+        """Re-measure an applied revert as a fresh experiment: the state the confirmation called
+        HEAD against the landed branch, both on servers launched for it, no sample reused (before,
+        the branch's samples were pooled with the confirmation's and set against "now" as measured
+        at the start: a trial read "117 % of the drop recovered"). The share recovered is the
+        fresh gain over the drop as reproduced, each as a ratio, so a machine that is faster or
+        slower hours later moves both sides alike."""
         a = hunt.action
         if a is None or a.status != "applied" or a.kind != "revert":
             return
-        ev = hunt.confirmation.get("evidence", [])
-        prev = next((m for m in hunt.measurements if m.id == (ev[1] if len(ev) > 1 else "")), None)
-        n = (len(prev.samples) if prev else hunt.budget.samples) + hunt.budget.samples
+        head = next((m for m in reversed(hunt.measurements) if m.label == "HEAD"), None)
+        fixed = ("after-revert", a.branch or a.revert_sha)
         try:
-            after = rt.measure(hunt, "after-revert", a.branch or a.revert_sha, samples=n)  # fresh samples on top
+            cmp, was, after = fresh_ab(hunt, rt, head or ("HEAD", "HEAD"), fixed, hunt.budget.samples)
         except ProbeError as exc:  # the applied branch does not build, serve or run: say so, with why
             why = first_line(exc)
             hunt.after = {"error": why, "measurement": None}
@@ -243,21 +249,23 @@ class Hunter:
         known = next((m for m in reversed(hunt.measurements) if m.label == "good-candidate"), None)
         good = hunt.target.good_value or (known.median if known else None)
         rec = None
-        if now and good and good != now.median:
-            rec = (after.median - now.median) / (good - now.median) * 100
+        if now and good and good != now.median and was.median:
+            rec = (after.median / was.median - 1) / (good / now.median - 1) * 100
         hunt.after = {
             "median": after.median,
             "ci_low": after.ci_low,
             "ci_high": after.ci_high,
             "recovered_pct_of_drop": rec,
             "measurement": after.id,
+            "before_median": was.median,
+            "before_measurement": was.id,
+            "delta_pct": cmp.delta_pct,
+            "p_value": cmp.p_value,
+            "verdict": cmp.verdict,
         }
-        rt.say(
-            hunt,
-            "verify",
-            f"after the revert: {after.median:.4g} {hunt.target.metric}"
-            + (f" ({rec:.0f}% of the drop recovered)" if rec is not None else ""),
-        )
+        text = fmt(cmp, was, after, hunt.target.metric) + freshness(was, after)
+        share = f": {rec:.0f}% of the drop recovered" if rec is not None else ""
+        rt.say(hunt, "verify", f"after the revert: {text}{share}")
 
     def _report(self, hunt: Hunt, rt: Runtime) -> None:
         if hunt.status == "running":

@@ -109,7 +109,9 @@ class Verdict(BaseModel):
         description="the drop's shape over the bisected range: one step, steps or gradual, each step's share"
     )
     after: dict[str, Any] | None = Field(
-        description="the re-measurement after an approved fix, and how much it recovered"
+        description="the approved fix re-measured beside HEAD on fresh launches: median, ci_low, ci_high, "
+        "measurement; before_median, before_measurement, delta_pct, p_value, verdict (that A/B); "
+        "recovered_pct_of_drop; or error with measurement null"
     )
     cost: Cost = Field(description="launches, samples, device, build, launch and sample seconds, waits for busy GPUs")
     broken: list[dict[str, Any]] = Field(

@@ -88,3 +88,35 @@ def test_a_world_that_answers_differently_is_a_divergence_naming_the_step(tmp_pa
     imported(got, tmp_path / "r.db")
     res = replay_strict(tmp_path / "r.db", got["run"]["id"])
     assert res.identical is False and res.divergence["seq"] > 0
+
+
+def test_an_approved_revert_is_re_measured_beside_head_on_fresh_launches(tmp_path):
+    """The re-measurement after an approval is an experiment of its own: HEAD and the landed
+    branch, side by side on servers launched for it, none of the confirmation's samples reused
+    (it once pooled the branch's 6 confirmation samples with 5 new ones and set them against "now"
+    from the hunt's start, and read "108 % of the drop recovered")."""
+    got = load("approved", tmp_path / "r.db")
+    after = json.loads(got["run"]["verdict"])["after"]
+    by_id = {m["mid"]: m for m in got["measurements"]}
+    fixed, head = by_id[after["measurement"]], by_id[after["before_measurement"]]
+    assert (fixed["label"], head["label"]) == ("after-revert", "HEAD")
+    approval = next(e["seq"] for e in got["events"] if e["kind"] == "approval")
+    pair = [
+        json.loads(e["payload"])["args"]
+        for e in got["events"]
+        if e["seq"] > approval and e["kind"] == "tool_call" and e["text"].startswith("measure_pair")
+    ]
+    assert pair and pair[0]["fresh"] and pair[0]["relaunch"], pair
+    earlier = {x for m in got["measurements"] if m["mid"] not in (fixed["mid"], head["mid"]) for x in samples(m)}
+    assert samples(fixed) and not set(samples(fixed)) & earlier and not set(samples(head)) & earlier
+    assert len(samples(fixed)) == len(samples(head))
+    assert after["verdict"] == "different" and after["p_value"] < 0.01 and after["delta_pct"] > 40
+    verdict = json.loads(got["run"]["verdict"])
+    now, good = verdict["regression"]["bad"], verdict["regression"]["good"]  # the drop as reproduced
+    share = (fixed["median"] / head["median"] - 1) / (good / now - 1) * 100
+    assert after["recovered_pct_of_drop"] == pytest.approx(share, rel=1e-3)
+
+
+def samples(m: dict) -> list[float]:
+    s = m["samples"]
+    return json.loads(s) if isinstance(s, str) else s

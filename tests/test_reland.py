@@ -136,17 +136,3 @@ def test_a_diffs_lines_are_read_by_file_with_headers_only_before_hunks():
         ("a.sql", "-- a comment line deleted"), ("a.sql", "select 1;"), ("gone.py", "x = slow_call()")
     }  # fmt: skip
     assert _diff_lines(diff, "+") == {("a.sql", "select 2;"), ("new.py", "y = 1")}
-
-
-def test_a_budget_that_stops_the_search_past_an_undone_step_leaves_it_out_of_the_culprits(tmp_path):
-    """The first landing was undone (its revert measured better than HEAD), then the probe budget
-    ran out in the search past the revert: the verdict's ``culprits`` named the undone step (a
-    toolz trial's, with ``undone`` listing it twice). It is history: in ``undone``, once."""
-    from tests.conftest import hunt_bench
-    from tests.worlds import _reland
-
-    repo, good, _reland_sha = _reland(tmp_path)
-    v = hunt_bench(repo, good, tmp_path / "r.db", "--max-probes", "6")
-    assert v["status"] == "inconclusive" and "probe budget of 6 exhausted" in v["summary"]
-    (undone,) = v["undone"]
-    assert undone["subject"] == "Cache nothing" and v["culprits"] == []

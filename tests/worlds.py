@@ -44,13 +44,17 @@ class World:
     check: Callable[[dict], None] = lambda verdict: None
 
 
-def _bench(make: Callable[[Path], tuple[Path, str, str]]) -> Callable[[Path, Path], tuple[dict, dict]]:
+def _bench(
+    make: Callable[[Path], tuple[Path, str, str]], *extra: str, stopped: bool = False
+) -> Callable[[Path, Path], tuple[dict, dict]]:
     """A world of a small benchmark-command repository: ``make(tmp)`` gives (repo, good, the slow
-    commit at HEAD)."""
+    commit at HEAD), hunted with the options ``extra``. ``stopped``: they stop the hunt before it
+    names anything, and its truth is that stop (``inconclusive``)."""
 
     def hunt(tmp: Path, db: Path) -> tuple[dict, dict]:
         repo, good, truth = make(tmp)
-        return hunt_bench(repo, good, db), {"kind": "commit", "ref": truth}
+        verdict = hunt_bench(repo, good, db, *extra)
+        return verdict, {"kind": "inconclusive"} if stopped else {"kind": "commit", "ref": truth}
 
     return hunt
 
@@ -367,6 +371,14 @@ def _rest_outside(verdict: dict) -> None:
     assert "outside the repository" in verdict["root_cause"]["summary"]
 
 
+def _undone_and_stopped(verdict: dict) -> None:
+    """A toolz trial's budget stop past an undone step named that step in ``culprits`` and listed it
+    twice in ``undone``: it is history, in ``undone`` once, and the summary names the budget."""
+    assert verdict["status"] == "inconclusive" and "probe budget of 6 exhausted" in verdict["summary"]
+    (undone,) = verdict["undone"]
+    assert undone["subject"] == "Cache nothing" and verdict["culprits"] == [], (verdict["undone"], verdict["culprits"])
+
+
 def _rest_cut_by_budget(verdict: dict) -> None:
     assert verdict["status"] == "awaiting_approval"  # the search for the rest ended, not the hunt
     stop = "the search for the rest of the drop stopped: probe budget of 4 exhausted"
@@ -481,6 +493,12 @@ WORLDS: dict[str, World] = {
     "reland": World(
         _bench(_reland), "a slow change landed, reverted, re-landed reworked: the re-land is named", _undone_once
     ),
+    "reland_budget": World(
+        _bench(_reland, "--max-probes", "6", stopped=True),
+        "the re-land world with 6 probes: the undone first landing is found, then the budget stops the search "
+        "past its revert; the undone step is history, never a culprit",
+        _undone_and_stopped,
+    ),
     "silent_reland": World(
         _bench(_silent_reland),
         "a slow change taken back out by a README update that does not say so, then re-landed: the re-land is named",
@@ -573,7 +591,10 @@ WORLDS: dict[str, World] = {
 
 def matches(truth: dict, root_cause: dict | None, verdict: dict) -> bool:
     """Does a root cause (``{kind, ref}``: a verdict's, or a replay's) name the truth? A truth of
-    several causes (``refs``) is matched against the verdict's ``root_causes``."""
+    several causes (``refs``) is matched against the verdict's ``root_causes``; a truth
+    ``inconclusive`` (a world whose options stop the hunt) by a verdict that names nothing."""
+    if truth["kind"] == "inconclusive":
+        return root_cause is None and verdict.get("status") == "inconclusive"
     if not root_cause or root_cause.get("kind") != truth["kind"]:
         return False
     if "refs" in truth:
