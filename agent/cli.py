@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
@@ -56,7 +57,7 @@ TracePathsOpt = Annotated[
         "(default: a benchmark command is traced by one extra run per end, launches are not)",
     ),
 ]
-out = Console()
+out = Console(soft_wrap=True)  # a line is a line: a pipe (80 columns to Rich) cut "tokens in\n116,010"
 
 
 def bad_input(message: str) -> NoReturn:
@@ -74,6 +75,18 @@ def db_path(db: Path | None, must_exist: bool = False) -> Path:
         return store_file(db, must_exist)
     except ValueError as exc:
         bad_input(str(exc))
+
+
+def output_file(flag: str, path: Path) -> Path:
+    """A file a command will write (``--out``, ``--report``), checked before any work is done: its
+    folder must be there. An evaluation ran 37 s and then died on a missing folder, its results
+    printed nowhere."""
+    folder = path.absolute().parent
+    if path.is_dir():
+        bad_input(f"{flag}: {path} is a folder; give a file name in it")
+    if not folder.is_dir():
+        bad_input(f"{flag}: {folder}: no such folder")
+    return path
 
 
 def print_json(payload: object) -> None:
@@ -296,6 +309,15 @@ def main() -> None:
     except typer.Abort:
         sys.stderr.write("Aborted!\n")
         sys.exit(1)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        # A store SQLite cannot read as one (a truncated copy): bad input, with the file where it
+        # is known. A locked, busy or full store is not (the commands that write say how to resume).
+        from transcripts.store import DamagedStore
+
+        if isinstance(exc, DamagedStore) or type(exc) is sqlite3.DatabaseError:
+            sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
+            sys.exit(2)
+        raise
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import app, bad_input, db_path, out, print_json
+from agent.cli import app, bad_input, db_path, out, output_file, print_json
 from transcripts.exports import framed, to_atif, to_openai_messages
 from transcripts.imports import FORMATS, BadRecord, read_session
 from transcripts.imports.save import save
@@ -77,6 +77,8 @@ def export_cmd(
     """Write a run out as an OpenAI messages list or an ATIF trajectory."""
     if fmt not in ("openai-messages", "atif"):
         bad_input(f"--format: unknown format '{fmt}' (known: openai-messages, atif)")
+    if output is not None:
+        output_file("--out", output)
     path = db_path(db, must_exist=True)
     store = Store(path)
     try:

@@ -36,10 +36,10 @@ class ReplayResult(BaseModel):
     new_run: str | None = None  # world only
     status: str | None = None
     root_cause: dict | None = None
-    # strict only: the verdict the replay itself wrote (the run row's verdict JSON), to check
-    # against the recorded one: what a summary says appears in no event
+    # the verdict the replay itself wrote (the run row's verdict JSON): strict, to check against
+    # the recorded one (what a summary says appears in no event); world, the new run's
     verdict: dict | None = None
-    events: int = 0
+    events: int = 0  # the events the replay wrote (world: the new run's)
     served: int = 0  # calls answered from the recording
     live: int = 0  # calls answered live (world mode)
     error: str | None = None
@@ -158,7 +158,7 @@ def replay_world(
             kind="replay",
             policy=policy,
             model=model,
-            target=row.get("target"),
+            target=hunt.target.repo + (f" on {hunt.target.host}" if hunt.target.host else ""),  # as a hunt's row
             scenario=rewrite[0] if rewrite else row.get("scenario"),
             spec=row.get("spec"),
             parent_run=run_id,
@@ -174,6 +174,9 @@ def replay_world(
             hunter.record_end(result)
             out.status = result.status
             out.root_cause = {"kind": result.root_kind, "ref": result.root_ref} if result.root_kind else None
+        out.events = len(store.events(hunt.run_id))  # the new run's, as a strict replay counts its own
+        new = store.run(hunt.run_id) or {}
+        out.verdict = json.loads(new["verdict"]) if new.get("verdict") else None
     finally:
         hunter.close()
     out.served, out.live = cassette.served, cassette.went_live

@@ -75,4 +75,6 @@ def _said(root: dict | None) -> str:
     """A root cause in words (kind and ref), where the dict itself was printed."""
     if not root or not root.get("kind"):
         return "none named"
-    return root["kind"] + (f" {str(root['ref'])[:10]}" if root.get("ref") else "")
+    ref = str(root.get("ref") or "")
+    short = ref[:10] if root["kind"] == "commit" else ref  # a SHA is cut; an env var's name is not
+    return root["kind"] + (f" {short}" if ref else "")

@@ -73,27 +73,58 @@ CALL_WIDTH = 150
 
 
 def _timeline(store: Store, run_id: str) -> list[str]:
-    """One line per event; a tool call and the result that follows it share one line (the call's
-    arguments, cut at ``CALL_WIDTH``, then what came back)."""
+    """One line per event; a tool call and its result share one line (the call's arguments, cut at
+    ``CALL_WIDTH``, then what came back). An imported session's calls carry ids, and parallel
+    calls' results come back later and in any order: each call gets the result with its id (it
+    had got whatever result came next, another call's). A hunt's own calls have no ids: each is
+    answered by the event after it."""
     events = store.events(run_id)
     t0 = events[0]["t"] if events else 0
+    answer = _answers(events)
+    taken = set(answer.values())
     lines: list[str] = []
-    i = 0
-    while i < len(events):
-        e = events[i]
+    for i, e in enumerate(events):
+        if i in taken:
+            continue
         text, dur = e["text"], e.get("duration_s")
         head = f"+{e['t'] - t0:7.2f}s #{e['seq']:<4} {e['kind']:<12} "
-        nxt = events[i + 1] if i + 1 < len(events) else None
         if e["kind"] == "tool_call":
             if len(head) + len(text) > CALL_WIDTH:
                 text = text[: max(20, CALL_WIDTH - len(head) - 1)] + "…"
-            if nxt is not None and nxt["kind"] == "tool_result":
-                text += " -> " + nxt["text"].removeprefix(text.split(" ", 1)[0] + ": ")
-                dur = nxt.get("duration_s")  # the call's own time, as its result says
-                i += 1
-        i += 1
+            if (j := answer.get(i)) is not None:
+                res = events[j]
+                text += " -> " + res["text"].removeprefix(text.split(" ", 1)[0] + ": ")
+                dur = res.get("duration_s")  # the call's own time, as its result says
         lines.append(head + text + (f" ({dur:.2f}s)" if dur else ""))
     return lines
+
+
+def _call_id(event: dict) -> str | None:
+    try:
+        payload = json.loads(event.get("payload") or "null")
+    except ValueError:
+        return None
+    return payload.get("call_id") if isinstance(payload, dict) else None
+
+
+def _answers(events: list[dict]) -> dict[int, int]:
+    """Each tool call's index -> its result's: by call id where the call has one, else the event
+    right after it when that is a result without an id."""
+    ids = [_call_id(e) if e["kind"] in ("tool_call", "tool_result") else None for e in events]
+    result_at = {
+        cid: j for j, (e, cid) in enumerate(zip(events, ids, strict=True)) if e["kind"] == "tool_result" and cid
+    }
+    answer: dict[int, int] = {}
+    for i, e in enumerate(events):
+        if e["kind"] != "tool_call":
+            continue
+        if ids[i]:
+            j = result_at.get(ids[i])
+            if j is not None and j > i:
+                answer[i] = j
+        elif i + 1 < len(events) and events[i + 1]["kind"] == "tool_result" and not ids[i + 1]:
+            answer[i] = i + 1
+    return answer
 
 
 @app.command("show")
@@ -151,6 +182,8 @@ def search(
     db: DbOpt = None,
 ) -> None:
     """Full-text search over every event of every run."""
+    if not text.strip():  # FTS5 reads nothing as a syntax error, and said it as a traceback
+        bad_input("TEXT: empty; give the words to find")
     store = _open(db)
     hits = store.search(text)
     if json_out:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import db_path, progress
+from agent.cli import db_path, output_file, progress
 from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTokensOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
 from agent.state import LLMSettings
 from evals import report
@@ -24,6 +24,14 @@ from transcripts.store import Store, run_command
 def _bad(message: str) -> None:
     sys.stderr.write(f"error: {message}\n")
     raise typer.Exit(2)
+
+
+def json_row(row: dict) -> dict:
+    """One result of a set as ``--json`` gives it: its score (or the scenario and the error that
+    left it unscored), with the run and repeat it came from, so a wrong row leads to
+    ``sleuth show RUN`` and ``sleuth replay RUN``."""
+    got = json.loads(row["score"]) if row["score"] else {"scenario": row["scenario"], "error": row["error"]}
+    return got | {"run_id": row["run_id"], "repeat": row["repeat"]}
 
 
 def _set(store: Store, set_id: str) -> dict:
@@ -64,7 +72,18 @@ def eval_cmd(
     """Run scenario suites with a policy, score every run against its truth, report."""
     # A set to compare, rescore or resume must be in a store that exists; a new evaluation opens
     # (and so creates) its store only once its specs are read, so a refused input leaves no file.
-    stored = bool(compare or rescore_set or resume)
+    modes = [flag for flag, on in (("--compare", compare), ("--rescore", rescore_set), ("--resume", resume)) if on]
+    if len(modes) > 1:
+        _bad(f"{'/'.join(modes)}: give one")
+    if modes and paths:
+        _bad(f"PATH: not with {modes[0]} (it reads the stored set{'s' if compare else ''}, not specs)")
+    if modes and (policy != "methodical" or model or repeats != 1):
+        _bad(f"--policy/--model/--repeats: not with {modes[0]} (the stored set keeps its own)")
+    if compare and report_path:
+        _bad("--report: not with --compare (a comparison is printed; --json gives it as data)")
+    if report_path:
+        output_file("--report", report_path)
+    stored = bool(modes)
     path = db_path(db, must_exist=stored)
     store = Store(path) if stored else None
     try:
@@ -81,11 +100,13 @@ def eval_cmd(
         if rescore_set:
             s = _set(store, rescore_set)
             scores = rescore(store, s["id"])
-            agg = report.aggregate(set_rows(store, s["id"]))
-            if json_out:
+            rows = set_rows(store, s["id"])
+            agg = report.aggregate(rows)
+            if json_out:  # the rows of a run's --json, scored again ("scores" as before: the bare scores)
+                scored = [x.model_dump() if x else None for x in scores]
                 print(
                     json.dumps(
-                        {"set": s["id"], "aggregate": agg, "scores": [x.model_dump() if x else None for x in scores]},
+                        {"set": s["id"], "aggregate": agg, "rows": [json_row(r) for r in rows], "scores": scored},
                         indent=2,
                     )
                 )
@@ -185,10 +206,7 @@ def eval_cmd(
                         "set": set_id,
                         "aggregate": agg,
                         "wall_s": s.get("wall_s"),
-                        "rows": [
-                            json.loads(r["score"]) if r["score"] else {"scenario": r["scenario"], "error": r["error"]}
-                            for r in rows
-                        ],
+                        "rows": [json_row(r) for r in rows],
                     },
                     indent=2,
                 )

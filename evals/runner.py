@@ -24,12 +24,20 @@ from transcripts.store import Store
 
 
 def find_specs(paths: list[str]) -> list[Path]:
-    """Spec files named, or found (recursively) in the folders named; sorted, deduplicated."""
+    """Spec files named, or found (recursively) in the folders named; sorted, deduplicated. A
+    folder holding a real case's history bundle but no spec is an error, not a case skipped: a
+    suite with one case's ``case.toml`` missing scored "100 % of 1 runs" with no word of it."""
     found: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             found += sorted(p.rglob("*.toml"))
+            for bundle in sorted(p.rglob("*.bundle")):  # a real case's history, its case.toml gone
+                if not any(bundle.parent.glob("*.toml")):
+                    raise FileNotFoundError(
+                        f"{bundle.parent}: holds a case's history ({bundle.name}) but no case.toml; "
+                        "it would be left out of the set unsaid"
+                    )
         elif p.is_file():
             found.append(p)
         else:

@@ -58,19 +58,23 @@ def test_every_session_imports_with_its_format_detected(path, tmp_path):
     assert run["kind"] == "imported"
 
 
-def test_claude_code_usage_counts_each_response_once():
+def test_claude_code_usage_counts_each_response_once_from_its_last_line():
+    """One response is written as several lines (one per content block) sharing ``message.id``,
+    each with the output count so far: 8 tokens on a text block's line, 322 on the line of the
+    tool call that ends the same response. The response counts once, its last line's count (the
+    first line's made this session 268 output tokens where it spent 953)."""
     lines = [json.loads(x) for x in CLAUDE.read_text().splitlines()]
     by_response = {}
     for line in lines:
         msg = line.get("message")
         if line.get("type") == "assistant" and isinstance(msg, dict) and msg.get("usage"):
-            by_response.setdefault(msg["id"], msg["usage"])  # the lines of one response repeat its usage
+            by_response[msg["id"]] = msg["usage"]  # a later line of the response carries its count so far
     assert len(by_response) < sum(1 for x in lines if x.get("type") == "assistant")
     expected_out = sum(u["output_tokens"] for u in by_response.values())
     s = read_session(CLAUDE)
-    assert s.tokens()["output"] == expected_out
+    assert s.tokens()["output"] == expected_out == 953
     assert s.model == "claude-sonnet-4-20250514" and s.steps[0].t is not None
-    assert [x.tool for x in s.steps if x.kind == "tool_call"][:2] == ["Glob", "Glob"] or s.steps
+    assert [x.tool for x in s.steps if x.kind == "tool_call"][:3] == ["TodoWrite", "Bash", "Glob"]
 
 
 def test_opencode_tool_parts_become_a_call_and_its_result():
@@ -171,12 +175,12 @@ def test_a_broken_line_is_named_and_skip_bad_imports_the_rest(tmp_path):
     broken.write_text("\n".join(lines) + "\n")
     db = tmp_path / "r.db"
     proc = sleuth("import", str(broken), "--format", "claude-code", "--db", str(db))
-    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: broken.jsonl:3: invalid JSON")
+    assert proc.returncode == 2 and proc.stderr.strip().startswith(f"error: {broken}:3: invalid JSON")
     assert not db.exists() or sleuth("runs", "--json", "--db", str(db)).stdout.strip() == "[]"
     proc = sleuth("import", str(broken), "--format", "claude-code", "--skip-bad", "--db", str(db), "--json")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
-    assert res["skipped"] == 1 and res["problems"][0].startswith("broken.jsonl:3:") and res["events"] > 20
+    assert res["skipped"] == 1 and res["problems"][0].startswith(f"{broken}:3:") and res["events"] > 20
 
 
 def test_a_bad_field_is_named(tmp_path):

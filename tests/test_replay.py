@@ -106,12 +106,16 @@ def test_another_policy_against_the_recorded_world(tmp_path):
     live = json.loads(proc.stdout)
     assert live["root_cause"] == {"kind": "commit", "ref": culprit}
     assert live["live"] > 0 and live["served"] > 0
+    # What the new run wrote: its events and its verdict (they read 0 and null).
+    assert live["events"] > 50 and live["verdict"]["root_cause"]["ref"] == culprit
 
     runs = {r["id"]: r for r in json.loads(sleuth_in_process("runs", "--json", "--db", str(db)).stdout)}
     for replay in (offline, live):
         assert runs[replay["new_run"]]["parent_run"] == run
         assert runs[replay["new_run"]]["policy"] == "methodical"
     assert runs[live["new_run"]]["status"] == "awaiting_approval"
+    # Its target is the rebuilt world's repository, as its verdict says (it showed the recording's).
+    assert runs[live["new_run"]]["target"] == live["verdict"]["target"]["repo"]
     # The rebuilt world is the new run's, in its folder beside the store (an approval reverts in
     # its repository); an offline replay built none and leaves none.
     from transcripts.store import layout

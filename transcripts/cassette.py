@@ -35,6 +35,15 @@ class ReplayStop(Exception):
     """Ends a replay from inside the graph (it is not the hunt's failure but the replay's finding)."""
 
 
+THE_END = "the end of the recording (nothing more was recorded there)"
+
+
+def past_the_end(events: list[dict]) -> int:
+    """The event number a replay that goes on past the recording diverges at: one after its last
+    (it said "event None", as if no place could be named)."""
+    return max((e["seq"] for e in events if e.get("seq") is not None), default=0) + 1
+
+
 class Divergence(ReplayStop):
     def __init__(self, seq: int | None, expected: Any, got: Any) -> None:
         super().__init__(f"diverged at event {seq}: expected {_short(expected)}, got {_short(got)}")
@@ -118,6 +127,7 @@ class Cassette:
         rewrite: tuple[str, str] | None = None,
     ) -> None:
         self.calls = recorded_calls(events)
+        self.end = past_the_end(events)
         self.strict, self.live, self.rewrite = strict, live, rewrite
         self.cursor = 0
         self.served = 0
@@ -180,7 +190,7 @@ class Cassette:
         args = self._key_args(args)
         if self.strict:
             if self.cursor >= len(self.calls):
-                raise Divergence(None, "the end of the recording", {"name": name, "args": args})
+                raise Divergence(self.end, THE_END, {"name": name, "args": args})
             seq, rname, rargs, ans = self.calls[self.cursor]
             if (rname, normal(rargs)) != (name, args):
                 raise Divergence(seq, {"name": rname, "args": rargs}, {"name": name, "args": args})
@@ -280,13 +290,14 @@ class EventChecker:
 
     def __init__(self, events: list[dict]) -> None:
         self.expected = [e for e in events if not _is_resume_note(e)]
+        self.end = past_the_end(events)
         self.pos = 0
         self.run_fields: dict[str, Any] = {}  # what the replay wrote to its run's row (the verdict)
 
     def event(self, run_id: str, kind: str, text: str, payload: Any = None, duration_s: float | None = None, t=None):
         got = _emitted(kind, text, payload)
         if self.pos >= len(self.expected):
-            raise Divergence(None, "the end of the recording", got)
+            raise Divergence(self.end, THE_END, got)
         e = self.expected[self.pos]
         want = _as_stored(e)
         if want != got:

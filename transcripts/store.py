@@ -110,9 +110,50 @@ def store_file(db: Path | None, must_exist: bool = False) -> Path:
     path = Path(db) if db is not None else default_path()
     if path.is_dir():
         raise ValueError(f"{source}: {path} is a folder, not a run store file (e.g. {path / 'runs.db'})")
+    if why := _not_a_store(path):
+        raise ValueError(f"{source}: {path}: {why}")
     if must_exist and not path.exists():
         raise ValueError(f"{source}: {path}: no run store here")
+    if path.exists() and path.stat().st_size:
+        try:  # opened once here, so a damaged file is bad input wherever the command opens it later
+            Store(path).close()
+        except DamagedStore as exc:
+            raise ValueError(f"{source}: {exc}") from None
     return path
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _not_a_store(path: Path) -> str | None:
+    """Why ``path`` cannot be opened as a run store, in words, or None: a file in its way where a
+    folder must be, a file that is no SQLite database, or a place this process cannot write (a
+    store is written by every command that opens it: its schema, its write-ahead log). SQLite
+    said each as a traceback ("unable to open database file", "file is not a database")."""
+    import os
+
+    for up in path.absolute().parents:
+        if up.exists():
+            if not up.is_dir():
+                return f"{up} is a file, not a folder"
+            if not path.exists() and not os.access(up, os.W_OK | os.X_OK):
+                return f"cannot create a store in {up} (not writable: a read-only file system or its permissions)"
+            break
+    if not path.exists():
+        return None
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if head and head != SQLITE_HEADER:
+        return "not a run store (the file is no SQLite database)"
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
+        return (
+            "not writable (a read-only file system or its permissions): every command writes its store, "
+            "so copy it somewhere writable and give that with --db"
+        )
+    return None
 
 
 class StoreLayout(NamedTuple):
@@ -203,6 +244,14 @@ def unavailable(exc: BaseException, path: str | Path) -> StoreUnavailable | None
     return None
 
 
+class DamagedStore(ValueError):
+    """The file is an SQLite database SQLite cannot read as one (a truncated copy, a half-written
+    download): bad input, said in one line with the file (the CLI's exit 2), never a traceback."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: not a readable run store ({reason})")
+
+
 _W = TypeVar("_W", bound=Callable[..., Any])
 
 
@@ -233,12 +282,18 @@ class Store:
         self.db = sqlite_utils.Database(
             sqlite3.connect(str(self.path), check_same_thread=False, timeout=busy_timeout_s)
         )
-        self.db.enable_wal()
-        # WAL with synchronous=NORMAL: every event is its own commit, visible to other readers at
-        # once and safe from a SIGKILL of this process; only a power cut can lose the last commits.
-        self.db.execute("pragma synchronous = normal")
         self.lock = threading.RLock()
-        self._open_schema()
+        try:
+            self.db.enable_wal()
+            # WAL with synchronous=NORMAL: every event is its own commit, visible to other readers
+            # at once and safe from a SIGKILL of this process; only a power cut can lose the last.
+            self.db.execute("pragma synchronous = normal")
+            self._open_schema()
+        except sqlite3.DatabaseError as exc:
+            if unavailable(exc, self.path) is not None:
+                raise
+            self.db.conn.close()
+            raise DamagedStore(self.path, str(exc)) from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
@@ -514,7 +569,11 @@ class Store:
         try:
             return list(self.db["events"].search(text, columns=columns, limit=limit))
         except sqlite3.OperationalError:
+            pass
+        try:
             return list(self.db["events"].search(text, columns=columns, limit=limit, quote=True))
+        except sqlite3.OperationalError:  # no word in it at all (a lone quote): nothing matches
+            return []
 
     def close(self) -> None:
         self.db.close()

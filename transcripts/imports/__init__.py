@@ -107,7 +107,7 @@ def load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise BadRecord(f"{path.name}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+        raise BadRecord(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BadRecord(f"{path}: cannot read: {exc}") from exc
 
@@ -123,6 +123,8 @@ def detect(path: Path) -> str:
     if head.startswith(b"SQLite format 3"):
         return "opencode"
     text = path.read_text(errors="replace")
+    if not text.strip():
+        raise BadRecord(f"{path}: empty: no session in it")
     first = text.lstrip().split("\n", 1)[0]
     try:
         line = json.loads(first)
@@ -130,11 +132,19 @@ def detect(path: Path) -> str:
         line = None
     if isinstance(line, dict) and ("parentUuid" in line or "sessionId" in line) and "type" in line:
         return "claude-code"
+    if line is not None and first.strip() != text.strip():
+        try:
+            json.loads(text)
+        except json.JSONDecodeError:  # one JSON value a line: JSONL, and no Claude Code session's
+            raise BadRecord(
+                f"{path}: JSON lines, but not a Claude Code session (its first line has no type with "
+                f"parentUuid or sessionId); if it is one of the formats read ({', '.join(FORMATS)}), give --format"
+            ) from None
     data = load_json(path)
     if isinstance(data, list):
         return "openai-messages"
     if not isinstance(data, dict):
-        raise BadRecord(f"{path.name}: not a session this importer knows (top level is a {type(data).__name__})")
+        raise BadRecord(f"{path}: not a session this importer knows (top level is a {type(data).__name__})")
     if "trajectory_format" in data and str(data["trajectory_format"]).startswith("mini-swe-agent"):
         return "mini-swe-agent"
     if (
@@ -149,7 +159,7 @@ def detect(path: Path) -> str:
     if isinstance(data.get("messages"), list):
         info = data.get("info") or {}
         return "mini-swe-agent" if "mini_version" in info or "exit_status" in info else "openai-messages"
-    raise BadRecord(f"{path.name}: not a session this importer knows (keys: {', '.join(list(data)[:8])})")
+    raise BadRecord(f"{path}: not a session this importer knows (keys: {', '.join(list(data)[:8])})")
 
 
 def read_session(path: Path, fmt: str | None = None, session_id: str | None = None, skip_bad: bool = False) -> Session:
@@ -170,4 +180,4 @@ def read_session(path: Path, fmt: str | None = None, session_id: str | None = No
     try:
         return readers[fmt]()
     except sqlite3.DatabaseError as exc:
-        raise BadRecord(f"{path.name}: {exc}") from exc
+        raise BadRecord(f"{path}: {exc}") from exc

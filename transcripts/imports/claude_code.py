@@ -2,7 +2,9 @@
 
 The lines form a tree by ``uuid`` / ``parentUuid`` (an edited prompt starts a branch): the session
 is the chain from the newest main-thread line back to the root. One API response can span several
-lines sharing ``message.id``; its ``usage`` counts once. Tool results come back as ``user`` lines
+lines sharing ``message.id`` (one per content block, written as it streams); its ``usage`` counts
+once, from its last line: the earlier lines carry the output count so far (8 tokens on a text
+block's line, 322 on the tool call's that ends the same response). Tool results come back as ``user`` lines
 with ``tool_result`` blocks. Lines of type summary, system, file-history-snapshot and progress, and
 ``isMeta`` lines, are not steps.
 """
@@ -51,7 +53,7 @@ def read(path: Path, skip_bad: bool = False) -> Session:
             if not isinstance(obj, dict):
                 raise ValueError("a line is not a JSON object")
         except ValueError as exc:
-            msg = f"{path.name}:{no}: invalid JSON ({exc})"
+            msg = f"{path}:{no}: invalid JSON ({exc})"
             if not skip_bad:
                 raise BadRecord(msg) from exc
             s.skipped += 1
@@ -73,6 +75,14 @@ def read(path: Path, skip_bad: bool = False) -> Session:
         chain.add(node["uuid"])
         node = by_uuid.get(node.get("parentUuid") or "")
     seen_responses: set[str] = set()
+    final_usage = {  # message id -> the usage of its last line (the response's whole count)
+        obj["message"]["id"]: obj["message"]["usage"]
+        for _no, obj in lines
+        if obj.get("uuid") in chain
+        and isinstance(obj.get("message"), dict)
+        and obj["message"].get("id")
+        and isinstance(obj["message"].get("usage"), dict)
+    }
 
     def convert(obj: dict) -> list[Step]:
         s.session_id = s.session_id or obj.get("sessionId")
@@ -106,7 +116,7 @@ def read(path: Path, skip_bad: bool = False) -> Session:
         usage = None
         if msg.get("id") not in seen_responses and isinstance(msg.get("usage"), dict):
             seen_responses.add(msg.get("id"))
-            usage = _usage(msg["usage"])
+            usage = _usage(final_usage.get(msg.get("id"), msg["usage"]))
         steps = []
         for block in msg["content"] if isinstance(msg["content"], list) else [{"type": "text", "text": msg["content"]}]:
             kind = block.get("type")
@@ -140,5 +150,5 @@ def read(path: Path, skip_bad: bool = False) -> Session:
             and not obj.get("isMeta")
         )
 
-    convert_each(((f"{path.name}:{no}", obj) for no, obj in lines if wanted(obj)), convert, s, skip_bad)
+    convert_each(((f"{path}:{no}", obj) for no, obj in lines if wanted(obj)), convert, s, skip_bad)
     return s

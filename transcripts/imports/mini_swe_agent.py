@@ -18,7 +18,7 @@ BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
 def read(path: Path, skip_bad: bool = False) -> Session:
     data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise BadRecord(f"{path.name}: messages: missing or not a list")
+        raise BadRecord(f"{path}: messages: missing or not a list")
     info = data.get("info") or {}
     s = Session(format="mini-swe-agent", source=str(path), agent="mini-swe-agent")
     s.model = ((info.get("config") or {}).get("model") or {}).get("model_name")
@@ -41,5 +41,5 @@ def read(path: Path, skip_bad: bool = False) -> Session:
             return [Step(kind="tool_result", text=text, call_id=pending.pop(0), raw=m)]
         return message_steps(m, model=s.model)
 
-    convert_each(((f"{path.name}: messages[{i}]", m) for i, m in enumerate(data["messages"])), convert, s, skip_bad)
+    convert_each(((f"{path}: messages[{i}]", m) for i, m in enumerate(data["messages"])), convert, s, skip_bad)
     return s

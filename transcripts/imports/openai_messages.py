@@ -62,14 +62,14 @@ def read(path: Path, skip_bad: bool = False) -> Session:
     data = load_json(path)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list):
-        raise BadRecord(f"{path.name}: messages: not a list")
+        raise BadRecord(f"{path}: messages: not a list")
     s = Session(
         format="openai-messages", source=str(path), agent=(data.get("agent") if isinstance(data, dict) else None)
     )
     if isinstance(data, dict):
         s.model, s.title, s.session_id = data.get("model"), data.get("title"), data.get("id")
     convert_each(
-        ((f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)),
+        ((f"{path}: messages[{i}]", m) for i, m in enumerate(messages)),
         lambda m: message_steps(m, _time(m), s.model),
         s,
         skip_bad,

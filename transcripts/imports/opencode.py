@@ -88,13 +88,13 @@ def read(path: Path, session_id: str | None = None, skip_bad: bool = False) -> S
             return _read_db(path, session_id, skip_bad)
     data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise BadRecord(f"{path.name}: messages: missing (not an `opencode export` file)")
+        raise BadRecord(f"{path}: messages: missing (not an `opencode export` file)")
     info = data.get("info") or {}
     s = Session(
         format="opencode", source=str(path), agent="opencode", session_id=info.get("id"), title=info.get("title")
     )
     convert_each(
-        ((f"{path.name}: messages[{i}]", m) for i, m in enumerate(data["messages"])),
+        ((f"{path}: messages[{i}]", m) for i, m in enumerate(data["messages"])),
         lambda m: message_steps(m["info"], m["parts"], s),
         s,
         skip_bad,
@@ -162,7 +162,7 @@ def _read_db(path: Path, session_id: str | None, skip_bad: bool) -> Session:
         info = {"id": mid, **json.loads(data)}
         return message_steps(info, [json.loads(d) for _pid, d in parts.get(mid, [])], s)
 
-    convert_each(((f"{path.name}: message {m[0]}", m) for m in msgs), convert, s, skip_bad)
+    convert_each(((f"{path}: message {m[0]}", m) for m in msgs), convert, s, skip_bad)
     return s
 
 

@@ -14,7 +14,7 @@ from transcripts.imports.openai_messages import message_steps
 def read(path: Path, skip_bad: bool = False) -> Session:
     data = load_json(path)
     if not isinstance(data, dict):
-        raise BadRecord(f"{path.name}: not a SWE-agent trajectory (top level is not an object)")
+        raise BadRecord(f"{path}: not a SWE-agent trajectory (top level is not an object)")
     info = data.get("info") or {}
     s = Session(format="swe-agent", source=str(path), agent="swe-agent")
     stats = info.get("model_stats") or {}
@@ -30,11 +30,11 @@ def read(path: Path, skip_bad: bool = False) -> Session:
                 )
             return steps
 
-        convert_each(((f"{path.name}: history[{i}]", m) for i, m in enumerate(history)), convert, s, skip_bad)
+        convert_each(((f"{path}: history[{i}]", m) for i, m in enumerate(history)), convert, s, skip_bad)
     else:
         trajectory = data.get("trajectory")
         if not isinstance(trajectory, list):
-            raise BadRecord(f"{path.name}: history/trajectory: neither is a list")
+            raise BadRecord(f"{path}: history/trajectory: neither is a list")
 
         def convert_step(st: dict) -> list[Step]:
             action = st["action"]
@@ -45,7 +45,7 @@ def read(path: Path, skip_bad: bool = False) -> Session:
             ]
 
         convert_each(
-            ((f"{path.name}: trajectory[{i}]", st) for i, st in enumerate(trajectory)), convert_step, s, skip_bad
+            ((f"{path}: trajectory[{i}]", st) for i, st in enumerate(trajectory)), convert_step, s, skip_bad
         )
     if stats.get("tokens_sent") or stats.get("tokens_received"):
         s.totals = {"input": int(stats.get("tokens_sent") or 0), "output": int(stats.get("tokens_received") or 0)}
