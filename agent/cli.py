@@ -57,7 +57,7 @@ TracePathsOpt = Annotated[
         "(default: a benchmark command is traced by one extra run per end, launches are not)",
     ),
 ]
-out = Console(soft_wrap=True)  # a line is a line: a pipe (80 columns to Rich) cut "tokens in\n116,010"
+out = Console()
 
 
 def bad_input(message: str) -> NoReturn:

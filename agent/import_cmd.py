@@ -62,9 +62,10 @@ def import_cmd(
         f"tokens in {summary['tokens'].get('input', 0):,} / out {summary['tokens'].get('output', 0):,}"
         + (f", {s.skipped} bad record(s) skipped" if s.skipped else ""),
         highlight=False,
+        soft_wrap=True,  # one line, also into a pipe (Rich's 80 columns cut "tokens in" from its number)
     )
     for p in s.problems[:5]:
-        out.print(f"  skipped: {p}", highlight=False, markup=False)
+        out.print(f"  skipped: {p}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("export")

@@ -54,8 +54,8 @@ def replay(
     elif res.mode == "strict":
         d = res.divergence or {}
         out.print(f"diverged at event {d.get('seq')}", highlight=False)
-        out.print(f"  expected: {d.get('expected')}", highlight=False, markup=False)
-        out.print(f"  got:      {d.get('got')}", highlight=False, markup=False)
+        out.print(f"  expected: {d.get('expected')}", highlight=False, markup=False, soft_wrap=True)
+        out.print(f"  got:      {d.get('got')}", highlight=False, markup=False, soft_wrap=True)
     else:
         out.print(
             f"replay {res.new_run} of {res.run_id} ({policy or 'methodical'}{'/' + model if model else ''}): "

@@ -145,6 +145,10 @@ def test_an_unknown_jsonl_and_an_empty_file_say_what_they_are_not(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     one_line_error(sleuth("import", str(empty), "--db", str(tmp_path / "r.db")), str(empty), "empty")
+    folder = tmp_path / "nothing"
+    folder.mkdir()  # it said "--session: ... holds 0 sessions; name one ()"
+    proc = sleuth("import", str(folder), "--format", "opencode", "--db", str(tmp_path / "r.db"))
+    one_line_error(proc, str(folder), "no opencode session in it")
     assert not (tmp_path / "r.db").exists()
 
 

@@ -154,8 +154,14 @@ def test_opencode_storage_tree_and_sqlite_db_read_like_the_export(tmp_path):
         "ses_39b623ce7ffeILPe9UgDcyGicH",
         "--db",
         str(tmp_path / "r.db"),
+        "--json",
     )
     assert proc.returncode == 0, proc.stderr
+    # The same session from its three sources is one run (each source's records differ in shape).
+    first = json.loads(proc.stdout)
+    for source in (OPENCODE, tmp_path / "storage"):
+        again = json.loads(sleuth("import", str(source), "--db", str(tmp_path / "r.db"), "--json").stdout)
+        assert again["run_id"] == first["run_id"] and again["new"] is False, again
 
 
 def test_mini_swe_agent_text_actions_become_bash_calls_with_their_output():

@@ -107,6 +107,8 @@ def _pick(ids: list[str], session_id: str | None, where: str) -> str:
         if session_id not in ids:
             raise BadRecord(f"--session: no session '{session_id}' in {where}")
         return session_id
+    if not ids:
+        raise BadRecord(f"{where}: no opencode session in it")
     if len(ids) != 1:
         raise BadRecord(f"--session: {where} holds {len(ids)} sessions; name one ({', '.join(sorted(ids)[:5])})")
     return ids[0]

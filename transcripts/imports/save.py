@@ -10,19 +10,22 @@ from transcripts.imports import Session
 from transcripts.store import Store
 
 
-def run_id_for(session: Session) -> str:
-    """The same session imported twice is the same run (a hash of what was read)."""
-    digest = hashlib.sha256(
-        json.dumps([session.format, session.session_id, [s.model_dump(mode="json") for s in session.steps]]).encode()
-    ).hexdigest()
+def run_id_for(session: Session, native: bool = False) -> str:
+    """The same session imported twice is the same run: a hash of its steps as read, not of the
+    native records they came from, so one opencode session read from ``opencode.db`` and from
+    its ``opencode export`` JSON is one run (their records differ in shape; it was two runs).
+    ``native``: the hash with those records, as runs imported before 2026-12-07 were named."""
+    steps = [s.model_dump(mode="json", exclude=None if native else {"raw"}) for s in session.steps]
+    digest = hashlib.sha256(json.dumps([session.format, session.session_id, steps]).encode()).hexdigest()
     return f"imp-{digest[:12]}"
 
 
 def save(store: Store, session: Session) -> tuple[str, bool]:
     """Store the session; returns (run id, whether it was new)."""
+    for run_id in (run_id_for(session), run_id_for(session, native=True)):
+        if store.run(run_id) is not None:
+            return run_id, False
     run_id = run_id_for(session)
-    if store.run(run_id) is not None:
-        return run_id, False
     times = [s.t for s in session.steps if s.t is not None]
     tokens = session.tokens()
     store.start_run(
