@@ -108,6 +108,7 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     # Each row names the run it scored (a wrong row leads to `sleuth replay RUN`), in the same
     # shape from a run of the set and from its rescore.
     assert rows["tiny"]["run_id"] == run_id and rows["tiny"]["repeat"] == 0
+
     def named(rows: list[dict]) -> list[tuple[str, str]]:
         return [(r["scenario"], r["run_id"]) for r in rows]
 

@@ -44,9 +44,7 @@ def read(path: Path, skip_bad: bool = False) -> Session:
                 Step(kind="tool_result", text=str(st.get("observation") or ""), raw=st),
             ]
 
-        convert_each(
-            ((f"{path}: trajectory[{i}]", st) for i, st in enumerate(trajectory)), convert_step, s, skip_bad
-        )
+        convert_each(((f"{path}: trajectory[{i}]", st) for i, st in enumerate(trajectory)), convert_step, s, skip_bad)
     if stats.get("tokens_sent") or stats.get("tokens_received"):
         s.totals = {"input": int(stats.get("tokens_sent") or 0), "output": int(stats.get("tokens_received") or 0)}
     if isinstance(s.model, str):
