@@ -130,6 +130,8 @@ def error_record(exc: Exception) -> dict:
         error = {"kind": type(exc).__name__, "message": str(exc)}
     if getattr(exc, "cost", None) is not None:
         error["cost"] = exc.cost  # type: ignore[attr-defined]
+    if getattr(exc, "partial", None):
+        error["partial"] = exc.partial  # type: ignore[attr-defined]
     return error
 
 
@@ -260,6 +262,11 @@ class Runtime:
         self._event(hunt, kinds[1], f"{name}: {status}", payload, took)
         if error is not None:
             if error["kind"] == "Deadline":
+                for got in error.get("partial") or []:  # what the stopped measurement had taken
+                    self.record_samples(
+                        hunt, f"{got['label']} (stopped by the budget)", got["ref"], got["samples"],
+                        launch=got["launch"], env=got["env"],
+                    )  # fmt: skip
                 during = "waiting for the model" if name == "llm" else "mid-probe"
                 raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted {during}")
             if error["kind"] in PROBE_ERRORS:
@@ -457,17 +464,30 @@ class Runtime:
         else:
             m.deadline = hunt.started_at + hunt.budget.max_wall_s
 
-    def _costed(self, hunt: Hunt, fn: Callable[[], dict]) -> dict:
+    def _costed(self, hunt: Hunt, fn: Callable[[], dict], sampled: list[tuple[str, State]] = ()) -> dict:
         """Run a live measurement with the deadline armed. What it cost travels with its answer
         (or its failure: a launch that crashed was paid for too), so ``observe`` adds it to the
-        hunt's cost from the recording, live or replayed alike."""
+        hunt's cost from the recording, live or replayed alike. ``sampled``: the (label, state)
+        pairs the call samples; when the budget stops it, the samples each had taken travel with
+        the failure (``partial``), for the Numbers (a trial's Cost said 15 samples, its table 5)."""
         self._arm(hunt)
         m = self.ctx.measurer
         before = m.cost
+        had = [len(m._entry(st, self.workload)[0]["samples"]) for _label, st in sampled]
         try:
             out = fn()
         except BaseException as exc:
             exc.cost = m.cost.minus(before).model_dump()  # type: ignore[attr-defined]
+            if isinstance(exc, Deadline) and sampled:
+                taken = [
+                    (lb, st, m._entry(st, self.workload)[0]["samples"][n:])
+                    for (lb, st), n in zip(sampled, had, strict=True)
+                ]
+                exc.partial = [  # type: ignore[attr-defined]
+                    {"label": lb, "ref": st.ref, "launch": st.launch, "env": st.env, "samples": got}
+                    for lb, st, got in taken
+                    if got
+                ]
             raise
         out["cost"] = m.cost.minus(before).model_dump()
         return out
@@ -540,7 +560,7 @@ class Runtime:
         args = {"ref": sha, "launch": state.launch, "samples": n} | ({"fresh": True} if fresh else {})
         args |= {"env": state.env} if state.env else {}
         try:
-            got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live))
+            got = self.observe(hunt, "measure", args, lambda: self._costed(hunt, live, [(label, state)]))
         except ProbeError as exc:
             self.broken_state(hunt, label, exc)
             raise
@@ -617,7 +637,8 @@ class Runtime:
         if single:
             args["single"] = True
         try:
-            got = self.observe(hunt, "measure_pair", args, lambda: self._costed(hunt, live))
+            sampled = [(a.label, sa), (b.label, sb)]
+            got = self.observe(hunt, "measure_pair", args, lambda: self._costed(hunt, live, sampled))
         except ProbeError as exc:
             self.broken_state(hunt, getattr(exc, "label", f"{a.label}/{b.label}"), exc)  # the side that failed
             raise
@@ -655,7 +676,8 @@ class Runtime:
         if other_needed is not None:
             args["other_if_needed"] = True
         try:
-            got = self.observe(hunt, "measure_arms", args, lambda: self._costed(hunt, live))
+            sampled = [(m.label, st) for m, st in zip(arms, states, strict=True)]
+            got = self.observe(hunt, "measure_arms", args, lambda: self._costed(hunt, live, sampled))
         except ProbeError as exc:
             self.broken_state(hunt, getattr(exc, "label", labels), exc)
             raise
@@ -766,16 +788,25 @@ class Runtime:
 
         return probe
 
-    def record_samples(self, hunt: Hunt, label: str, sha: str, samples: list[float]) -> None:
-        """Add samples taken outside ``measure`` (bisection probes) to the hunt's measurements."""
+    def record_samples(
+        self,
+        hunt: Hunt,
+        label: str,
+        sha: str,
+        samples: list[float],
+        launch: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Add samples taken outside ``measure`` (bisection probes; a measurement the budget
+        stopped, with its state's ``launch`` and ``env``) to the hunt's measurements."""
         s = summarize(samples)
         hunt.measurements.append(
             Measured(
                 id=f"m{len(hunt.measurements) + 1}",
                 label=label,
                 ref=sha,
-                env=hunt.probe_env,
-                launch=self.probe_state(hunt, sha).launch,
+                env=hunt.probe_env if env is None else env,
+                launch=self.probe_state(hunt, sha).launch if launch is None else launch,
                 samples=samples,
                 median=s.median,
                 ci_low=s.ci_low,

@@ -60,3 +60,27 @@ def test_a_budget_that_stops_a_hunt_after_it_named_a_cause_is_said_after_it(tmp_
     assert stopped.root_summary == f'775434a252 "Oops update to pypa/gh-action-pypi-publish@v1.8.1"; stopped: {STOPPED}'
     again = _stop_in_a_node(tmp_path, stopped.model_copy(update={"status": "running", "run_id": "r2"}))
     assert again.root_summary.count(STOPPED) == 1  # said once
+
+
+def test_samples_a_budget_stopped_mid_measurement_are_in_the_numbers(tmp_path):
+    """The wall budget runs out while a measurement is sampling: what it had taken is a row of the
+    Numbers of its own ("(stopped by the budget)"), so every sample the Cost counts is shown (a
+    trial's Cost said 15 samples and its table 5). A sample takes a second: the budget ends inside
+    a measurement, not in the milliseconds between two."""
+    import json
+
+    from tests.conftest import bench_repo, hunt_bench, sleuth_in_process
+
+    slow = "import time, random, lib; time.sleep(1.0); print(lib.COST * random.gauss(1, 0.005))\n"
+    repo, git, good = bench_repo(tmp_path / "slow", bench=slow)
+    (repo / "lib.py").write_text("COST = 2.0\n")
+    git("commit", "-qam", "slower")
+    db = tmp_path / "r.db"
+    v = hunt_bench(repo, good, db, "--max-wall", "11", "--good-value", "1.0", "--no-trace-paths")
+    assert v["status"] == "inconclusive" and "wall-time budget" in v["summary"], v["summary"]
+    shown = json.loads(sleuth_in_process("show", v["run_id"], "--json", "--db", db).stdout)["measurements"]
+    most: dict[tuple[str, str], int] = {}  # a state measured again holds its earlier samples too
+    for m in shown:
+        key = (m["ref"], m["label"])
+        most[key] = max(most.get(key, 0), len(json.loads(m["samples"])))
+    assert sum(most.values()) == v["cost"]["samples"] > 0, (most, v["cost"])
