@@ -379,6 +379,14 @@ def _undone_and_stopped(verdict: dict) -> None:
     assert undone["subject"] == "Cache nothing" and verdict["culprits"] == [], (verdict["undone"], verdict["culprits"])
 
 
+def _narrowed_to_an_undone_step(verdict: dict) -> None:
+    """A budget stop named the range its search had narrowed to, around a step a later commit
+    undid: read alone, it pointed away from the cause at HEAD."""
+    summary = verdict["summary"]
+    assert verdict["status"] == "inconclusive" and "probe budget of 4 exhausted; the bisection had narrowed" in summary
+    assert "was reverted later by" in summary and "may be a later re-land, outside this range" in summary, summary
+
+
 def _rest_cut_by_budget(verdict: dict) -> None:
     assert verdict["status"] == "awaiting_approval"  # the search for the rest ended, not the hunt
     stop = "the search for the rest of the drop stopped: probe budget of 4 exhausted"
@@ -498,6 +506,12 @@ WORLDS: dict[str, World] = {
         "the re-land world with 6 probes: the undone first landing is found, then the budget stops the search "
         "past its revert; the undone step is history, never a culprit",
         _undone_and_stopped,
+    ),
+    "reland_narrowed": World(
+        _bench(_reland, "--max-probes", "4", stopped=True),
+        "the re-land world with 4 probes: the first search stops narrowed around the first landing, and the "
+        "stop says that commit was reverted later (the cause at HEAD may lie outside the range)",
+        _narrowed_to_an_undone_step,
     ),
     "silent_reland": World(
         _bench(_silent_reland),

@@ -144,10 +144,33 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
         raise BudgetExhausted(
             f"{exc}; the bisection had narrowed {len(parents)} commits to {len(left)} ({ends})"
+            + _undone_in(hunt, rt, left)
         ) from exc
     _keep_probes(hunt, rt, seen)
     hunt.culprits = [c.sha for c in res.culprits]
     return parents, res
+
+
+UNDONE_LOOKUPS = 8  # commits of a narrowed range looked up for a later revert, at most
+
+
+def _undone_in(hunt: Hunt, rt: Runtime, left: list[str]) -> str:
+    """What a stopped bisection's range leaves unsaid: a commit in it that a later commit
+    reverts. The search narrowed toward a step; when that step was undone, the slowness at HEAD
+    came back later (a re-land), outside the range the stop names. Looked up for a short range
+    only (one lookup a commit)."""
+    if len(left) > UNDONE_LOOKUPS:
+        return ""
+    for sha in left:
+        rec = rt.tool("git_reverts_of", {"sha": sha, "head": "HEAD"}, hunt=hunt)
+        reverts = rec.result["commits"] if rec.ok else []
+        if reverts:
+            undo = reverts[-1]
+            return (
+                f"; {sha[:10]} in it was reverted later by {undo['sha'][:10]}: the slowness at HEAD may be a "
+                "later re-land, outside this range"
+            )
+    return ""
 
 
 def _keep_probes(hunt: Hunt, rt: Runtime, seen: dict[str, list[float]]) -> None:
