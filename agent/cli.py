@@ -294,7 +294,11 @@ def main() -> None:
         if all(flag in argv for flag in pair):
             sys.stderr.write(f"error: {'/'.join(pair)}: give one, not both\n")
             sys.exit(2)
-    register_for(argv)
+    try:
+        register_for(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the commands load: no traceback
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
     if ("--help" in argv or "-h" in argv) and not sys.stdout.isatty():
         # Help into a pipe or a file (``| less``) was drawn 80 columns wide, and the option names
         # cut ("--higher-is-bet..."). Typer reads the width once, when it draws help; only then,
@@ -306,9 +310,15 @@ def main() -> None:
         said = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         sys.stderr.write(f"error: {' '.join(said.split())}\n")
         sys.exit(getattr(exc, "exit_code", 2))
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click's word for a Ctrl-C no command handled
+            sys.stderr.write("interrupted\n")
+            sys.exit(130)
         sys.stderr.write("Aborted!\n")
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C before a command took charge of it: no traceback
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
     except (sqlite3.DatabaseError, ValueError) as exc:
         # A store SQLite cannot read as one (a truncated copy): bad input, with the file where it
         # is known. A locked, busy or full store is not (the commands that write say how to resume).

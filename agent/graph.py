@@ -28,6 +28,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from agent.experiments import fmt, fresh_ab, freshness
+from agent.multiple import fraction, the_drop
 from agent.policy import get_policy
 from agent.report import verdict, write_report
 from agent.runtime import BudgetExhausted, RecordedError, Runtime
@@ -227,30 +228,28 @@ class Hunter:
     @staticmethod
     def _verify(hunt: Hunt, rt: Runtime) -> None:
         """Re-measure an applied revert as a fresh experiment: the state the confirmation called
-        HEAD against the landed branch, both on servers launched for it, no sample reused (before,
-        the branch's samples were pooled with the confirmation's and set against "now" as measured
-        at the start: a trial read "117 % of the drop recovered"). The share recovered is the
-        fresh gain over the drop as reproduced, each as a ratio, so a machine that is faster or
-        slower hours later moves both sides alike."""
+        HEAD against the revert commit that landed, both on servers launched for it, no sample
+        reused (before, the branch's samples were pooled with the confirmation's and set against
+        "now" as measured at the start: a trial read "117 % of the drop recovered"). The landed
+        commit is measured by its SHA: a branch name a tag shadows resolved to HEAD ("0 %
+        recovered"). The share recovered is the A/B's, as the confirmation's own share is
+        (``multiple.fraction`` over ``multiple.the_drop``), so the two compare."""
         a = hunt.action
         if a is None or a.status != "applied" or a.kind != "revert":
             return
         head = next((m for m in reversed(hunt.measurements) if m.label == "HEAD"), None)
-        fixed = ("after-revert", a.branch or a.revert_sha)
+        again = head.model_copy(update={"label": "HEAD, re-measured"}) if head else ("HEAD, re-measured", "HEAD")
+        landed = (hunt.confirmation.get("plan") or {}).get("revert_sha")  # the commit the branch was made at
+        fixed = ("after-revert", landed or a.revert_sha or a.branch)
         try:
-            cmp, was, after = fresh_ab(hunt, rt, head or ("HEAD", "HEAD"), fixed, hunt.budget.samples)
+            cmp, was, after = fresh_ab(hunt, rt, again, fixed, hunt.budget.samples)
         except ProbeError as exc:  # the applied branch does not build, serve or run: say so, with why
             why = first_line(exc)
             hunt.after = {"error": why, "measurement": None}
             rt.say(hunt, "verify", f"after the revert: not re-measured ({why})")
             return
-        now = hunt.get(hunt.reproduced) if hunt.reproduced else None
-        # The drop's good end: the alert's value, or else the known-good commit as measured here.
-        known = next((m for m in reversed(hunt.measurements) if m.label == "good-candidate"), None)
-        good = hunt.target.good_value or (known.median if known else None)
-        rec = None
-        if now and good and good != now.median and was.median:
-            rec = (after.median / was.median - 1) / (good / now.median - 1) * 100
+        ends = the_drop(hunt)
+        rec = round(fraction(after.median, was.median, *ends, signed=True) * 100, 1) if ends else None
         hunt.after = {
             "median": after.median,
             "ci_low": after.ci_low,

@@ -481,11 +481,20 @@ def store_guard(hunter: Hunter, run_id: str, resume_hint: str | None = None) -> 
 
 def _mark_interrupted(hunter: Hunter, run_id: str) -> None:
     """A run that stopped where it can be continued: its row said "running", as of a live hunt,
-    and now says "interrupted" (`sleuth runs`, the page). An approval's row keeps
-    "awaiting_approval": the service reads it to ask the decision again after a restart."""
+    and now says "interrupted" (`sleuth runs`, the page). An approval stopped before its decision
+    was recorded keeps "awaiting_approval" (the service asks it again after a restart); one
+    stopped after it says "interrupted" too, with the verdict as it stands (the action approved,
+    its branch landed): it had still read "awaiting_approval" and "pending" while the branch
+    existed and a rejection was refused."""
     with contextlib.suppress(Exception):  # the store may be what failed
-        if (hunter.store.run(run_id) or {}).get("status") == "running":
+        status = (hunter.store.run(run_id) or {}).get("status")
+        if status == "running":
             hunter.store.update_run(run_id, status="interrupted")
+        elif status == "awaiting_approval":
+            hunt = hunter.current(run_id)
+            if hunt.action is not None and hunt.action.status in ("approved", "applied", "rejected"):
+                hunter.record_end(hunt)  # the verdict: the decision and what of it is done
+                hunter.store.update_run(run_id, status="interrupted", ended=None)
 
 
 def _take_lease(hunter: Hunter, run_id: str, field: str = "RUN") -> None:
@@ -511,6 +520,9 @@ def _why_not_awaiting(hunt: Hunt) -> str:
     a = hunt.action
     if a is not None and a.kind == "investigate":
         return f"its action is for a person to do, nothing to approve: {a.detail}"
+    if a is not None and a.status in ("approved", "applied", "rejected") and hunt.status == "running":
+        decided = "approve" if a.status != "rejected" else "reject"
+        return f"its action was {a.status} by a run of `sleuth {decided}` that stopped: run that again to finish it"
     if a is not None and a.status in ("approved", "applied", "rejected"):
         return f"its action was {a.status}"
     return f"it is {hunt.status}" + ("" if a is not None and a.kind != "none" else ", with no action proposed")
@@ -532,7 +544,11 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
         if not pending and not recorded:
             bad_input(f"RUN: run '{run_id}' is not awaiting approval ({_why_not_awaiting(hunter.current(run_id))})")
         if pending and decision.approved:
-            _branch_free(hunter, hunter.current(run_id), decision)
+            hunt = hunter.current(run_id)
+            try:
+                _branch_free(hunter, hunt, decision)
+            except (GitError, HostError) as exc:  # the repository moved or was removed since the hunt
+                bad_input(f"RUN: the run's repository {hunt.target.repo}: {first_line(exc)}; nothing was recorded")
         again = run_command("approve" if decision.approved else "reject", run_id, db)
         # SIGTERM (a stopping service's, or the kernel's as the service dies) unwinds an approval
         # as it does a hunt: the re-measurement's server stopped and its worktree removed; it killed
@@ -563,6 +579,10 @@ def _branch_free(hunter: Hunter, hunt: Hunt, decision: Decision) -> None:
     form = git.git("check-ref-format", "--branch", name, check=False)
     if not name or not form.ok:
         bad_input(f"{field}: '{name}' is not a valid branch name ({first_line(form.stderr) or 'empty'})")
+    if name.startswith("refs/"):  # git would make refs/heads/refs/heads/main, and warn of ambiguity
+        bad_input(f"{field}: '{name}' is a ref path; give the branch's name alone (e.g. {name.rsplit('/', 1)[-1]})")
+    if git.git("rev-parse", "--verify", "--quiet", f"refs/tags/{name}", check=False).ok:
+        bad_input(f"{field}: a tag '{name}' exists in {hunt.target.repo}: a branch of that name would be ambiguous")
     try:
         at = git.rev_parse(f"refs/heads/{name}")
     except GitError:
@@ -594,6 +614,8 @@ def reject(
     db: DbOpt = None,
 ) -> None:
     """Reject a run's proposed action; nothing is changed."""
+    if not reason.strip():  # as the service's form: a rejection is read later by whoever proposes again
+        bad_input("--reason: a rejection says why")
     _resume(run_id, Decision(approved=False, reason=reason), db, json_out)
 
 

@@ -184,12 +184,10 @@ def share(hunt: Hunt, cause: dict) -> float | None:
     a 250x drop a share of absolute differences moved with that scale: a timeit benchmark whose
     confirmation ran on a quieter machine than its history A/B "recovered 79 % of the drop", and
     the hunt went looking for a rest that was not there."""
-    now = hunt.get(hunt.reproduced) if hunt.reproduced else None
-    good, bad = hunt.target.good_value, now.median if now is not None else None
-    if not good and (ends := drop_ends(hunt)):
-        good, bad = ends
-    if bad is None or not good or good == bad:
+    ends = the_drop(hunt)
+    if ends is None:
         return None
+    good, bad = ends
     if cause["kind"] == "commit" or (cause.get("confirmation") or {}).get("evidence"):
         evidence = (cause.get("confirmation") or {}).get("evidence", [])
     else:
@@ -199,6 +197,18 @@ def share(hunt: Hunt, cause: dict) -> float | None:
         return None
     a, b = hunt.get(evidence[0]), hunt.get(evidence[1])
     return round(fraction(a.median, b.median, good, bad) * 100, 1)
+
+
+def the_drop(hunt: Hunt) -> tuple[float, float] | None:
+    """The drop a share is a part of, (good, bad): the alert's good value to what was reproduced,
+    or, without alert values, the ends its history A/B measured; None when there is none."""
+    now = hunt.get(hunt.reproduced) if hunt.reproduced else None
+    good, bad = hunt.target.good_value, now.median if now is not None else None
+    if not good and (ends := drop_ends(hunt)):
+        good, bad = ends
+    if bad is None or not good or good == bad:
+        return None
+    return good, bad
 
 
 def fraction(a: float, b: float, good: float, bad: float, signed: bool = False) -> float:

@@ -12,9 +12,12 @@ from rich.table import Table
 from rich.text import Text
 
 from agent import evidence
-from agent.grouped import for_screen, group_hypotheses
+from agent.grouped import for_screen, group_hypotheses, short_reason
 from agent.report import asks_for_decision, confirmation_what, cost_said, pruned_said, screen_number_rows
 from agent.state import Hunt
+
+TERMINAL_REASON = 200  # characters of a hypothesis's evidence in a terminal (report.md: 360)
+TERMINAL_COVERS = 3  # members a grouped row names in a terminal before it counts the rest
 
 STATUS_STYLE = {
     "awaiting_approval": "bold yellow",
@@ -79,8 +82,12 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
     hyps.add_column("verdict", no_wrap=True)
     hyps.add_column("evidence", ratio=3)
     for g in for_screen(group_hypotheses(hunt.hypotheses)):
-        statement = g.statement + (": " + g.covers_text() if len(g.ids) > 1 else "")
-        hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), g.reason)
+        # A terminal's columns are narrow: each cell shorter than report.md's, so the report stays
+        # near one screen (the seed's, 100 columns wide: a grouped row listed ten paths a line each,
+        # and one history row's evidence took 17 lines).
+        statement = g.statement + (": " + g.covers_text(TERMINAL_COVERS) if len(g.ids) > 1 else "")
+        reason = short_reason(g.reason, TERMINAL_REASON)
+        hyps.add_row(g.id, g.category, statement, Text(g.status, style=VERDICT_STYLE.get(g.status, "")), reason)
     parts += [hyps if hunt.hypotheses else Text("Hypotheses: none stated"), Text("")]
 
     a = hunt.action

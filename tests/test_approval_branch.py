@@ -34,8 +34,35 @@ def test_an_approval_whose_branch_name_is_taken_is_refused_and_the_run_still_wai
         said = wrong.stdout + wrong.stderr
         assert wrong.returncode == 2 and f"error: --branch: '{bad}' is not a valid branch name" in said, said
 
+    # A name a tag already has: the branch would be made, but the re-measurement looked the name up
+    # and measured the tagged HEAD ("0 % of the drop recovered"). A ref path made
+    # refs/heads/refs/heads/main. Both refused.
+    git("tag", "v0.5.4", "HEAD")
+    shadowed = sleuth_in_process("approve", v["run_id"], "--branch", "v0.5.4", "--db", db, "--json")
+    assert shadowed.returncode == 2 and "error: --branch: a tag 'v0.5.4' exists" in shadowed.stdout + shadowed.stderr
+    path = sleuth_in_process("approve", v["run_id"], "--branch", "refs/heads/main", "--db", db, "--json")
+    assert path.returncode == 2 and "'refs/heads/main' is a ref path" in path.stdout + path.stderr
+    # A rejection says why, as the page's form does.
+    blank = sleuth_in_process("reject", v["run_id"], "--reason", " ", "--db", db)
+    assert blank.returncode == 2 and "error: --reason: a rejection says why" in blank.stdout + blank.stderr
+    # The repository moved away since the hunt: one line, nothing recorded (a 112-line traceback).
+    moved = repo.with_name("moved")
+    repo.rename(moved)
+    gone = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
+    moved.rename(repo)
+    said = gone.stdout + gone.stderr
+    assert gone.returncode == 2 and f"error: RUN: the run's repository {repo}:" in said
+    assert "nothing was recorded" in said
+
     landed = sleuth_in_process("approve", v["run_id"], "--branch", "perf/revert-slow", "--db", db, "--json")
     assert landed.returncode == 0, landed.stdout[-2000:]
     after = json.loads(landed.stdout)
     assert after["proposed_action"]["status"] == "applied" and after["proposed_action"]["branch"] == "perf/revert-slow"
     assert git("rev-parse", "perf/revert-slow") == after["proposed_action"]["revert_sha"]
+    # Re-measured by the commit that landed, beside HEAD, under a label of its own (the Numbers'
+    # HEAD row, the confirmation's, is not replaced by the re-measured one).
+    run = json.loads(sleuth_in_process("show", v["run_id"], "--json", "--db", db).stdout)
+    by_id = {m["mid"]: m for m in run["measurements"]}
+    assert by_id[after["after"]["measurement"]]["ref"] == after["proposed_action"]["revert_sha"]
+    assert by_id[after["after"]["before_measurement"]]["label"] == "HEAD, re-measured"
+    assert after["after"]["recovered_pct_of_drop"] > 50 and after["after"]["verdict"] == "different"

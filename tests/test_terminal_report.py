@@ -374,3 +374,38 @@ def test_a_rows_evidence_is_cut_to_its_start_and_end_where_it_grew_long():
     assert "`sleuth show RUN --json` has it whole" in row.reason
     (short,) = for_screen(group_hypotheses([_h(1, "history", "abc", "supported", decided, ["m1"])]))
     assert short.reason == decided
+
+
+def test_in_a_100_column_terminal_a_grouped_row_and_a_long_evidence_stay_short():
+    """The seed's report in a 100-column terminal was about 80 lines: the grouped row listed ten
+    paths a line each and the history row's evidence took 17 lines. A terminal names three members
+    and counts the rest, and cuts a row's evidence to its start and end (report.md keeps 360
+    characters, `sleuth show RUN --json` all of it)."""
+    from rich.console import Console
+
+    from agent.state import Hunt, Target
+    from agent.terminal import TERMINAL_REASON, report_view
+
+    same = "one A/B for 3 variable(s) and 8 changed file(s), HEAD with the variables blanked: now 61.85 vs clean 61.96"
+    paths = [f"python/minisglang/layers/module_{i}.py" for i in range(8)]
+    names = ["NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_PROTO", *paths]
+    hs = [
+        _h(i + 2, "uncommitted" if "/" in n else "environment", n, "refuted", same, ["m1", "m2"])
+        for i, n in enumerate(names)
+    ]
+    long_reason = (
+        "good-candidate 88.8 vs clean 61.96 tok_per_s (-30.2%, p=0.007, different); " + "measured with care; " * 30
+    )
+    hs.append(_h(20, "history", "a commit since 5049c0bfad", "supported", long_reason, ["m3", "m4"]))
+    hunt = Hunt(run_id="r1", target=Target(repo="/src/minisglang"), hypotheses=hs)
+    console = Console(record=True, width=100)
+    console.print(report_view(hunt))
+    screen = console.export_text()
+    table = screen[screen.index("Hypotheses") : screen.index("Proposed action")].splitlines()[3:-2]
+
+    def column(i: int) -> str:  # one column's cells, read down the table
+        return " ".join(" ".join(line.split("│")[i].split()) for line in table if line.count("│") == 4)
+
+    assert "NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_PROTO and 8 more" in column(2) and "module_0.py" not in screen
+    assert "[...; `sleuth show RUN --json` has it whole]" in column(4)
+    assert len(table) <= 6 + TERMINAL_REASON // 20, "\n".join(table)  # ten lines the two rows, at 100 columns

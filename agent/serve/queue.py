@@ -342,8 +342,17 @@ class HuntQueue:
                           target=job["target"], alert=job["alert"])  # fmt: skip
         elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] in ("running", "interrupted"):
             self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
-        elif job["kind"] in ("approve", "reject") and run is not None and run["status"] == "awaiting_approval":
+        elif (
+            job["kind"] in ("approve", "reject")
+            and run is not None
+            and run["status"] in ("awaiting_approval", "interrupted")
+        ):
             self._put_job(kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch"))
+
+
+# A decision job's run still to finish: not decided yet, or decided by a job that stopped after its
+# approval was recorded (``hunt_cmd._mark_interrupted``); the same job again finishes either.
+WAITING_DECISION = ("awaiting_approval", "interrupted")
 
 
 def _terminate(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
