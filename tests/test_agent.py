@@ -258,8 +258,13 @@ def test_sigterm_mid_approval_stops_its_server_and_the_same_approval_finishes_th
     assert _no_servers(proc.pid) and worktrees(small.repo) == 1
     said = f"interrupted: run {v['run_id']} stopped; `sleuth approve {v['run_id']} --db {db}` continues it"
     assert proc.returncode == 130 and said in err, err
-    # the row still awaits the decision (a restarted service reads it to queue the approval again)
-    assert Store(db).run(v["run_id"])["status"] == "awaiting_approval"
+    # The decision was recorded and the revert landed: the row says the approval stopped (it read
+    # "awaiting_approval", the action "pending", while the branch existed), and another decision
+    # is refused with what finishes it (a restarted service queues the approval again).
+    row = Store(db).run(v["run_id"])
+    assert row["status"] == "interrupted" and json.loads(row["verdict"])["proposed_action"]["status"] == "applied"
+    other = sleuth_in_process("reject", v["run_id"], "--reason", "changed my mind", "--db", db)
+    assert other.returncode == 2 and "by a run of `sleuth approve` that stopped: run that again" in other.stderr
     again = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
     assert again.returncode == 0, again.stderr[-2000:]
     done = json.loads(again.stdout)

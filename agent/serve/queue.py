@@ -342,11 +342,7 @@ class HuntQueue:
                           target=job["target"], alert=job["alert"])  # fmt: skip
         elif job["kind"] in ("hunt", "resume") and run is not None and run["status"] in ("running", "interrupted"):
             self._put_job(kind="resume", run_id=job["run_id"], fingerprint=job.get("fingerprint"))
-        elif (
-            job["kind"] in ("approve", "reject")
-            and run is not None
-            and run["status"] in ("awaiting_approval", "interrupted")
-        ):
+        elif job["kind"] in ("approve", "reject") and run is not None and run["status"] in WAITING_DECISION:
             self._put_job(kind=job["kind"], run_id=job["run_id"], reason=job.get("reason"), branch=job.get("branch"))
 
 
