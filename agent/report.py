@@ -49,6 +49,7 @@ def verdict(hunt: Hunt) -> dict:
             "branch": hunt.action.branch,
             "revert_sha": hunt.action.revert_sha,
             "detail": hunt.action.detail,
+            "reason": hunt.action.reason if hunt.action.status != "pending" else None,
         }
     payload = {
         "run_id": hunt.run_id,
@@ -269,6 +270,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             + (f" `{a.ref}`" if a.ref else "")
             + f": {a.detail} - **{a.status_said}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
+            + (f": \"{a.reason}\"" if a.status != "pending" and a.reason else "")
         )
         if approve_hint and asks_for_decision(hunt):
             lines += [

@@ -100,6 +100,8 @@ def report_view(hunt: Hunt, approve_hint: str | None = None) -> RenderableType:
         action.append(a.status_said, style="bold yellow" if a.status == "pending" else "bold green")
         if a.status == "applied" and a.branch:
             action.append(f" (branch {a.branch})")
+        if a.status != "pending" and a.reason:
+            action.append(f': "{a.reason}"')
     parts.append(Panel(action, title="Proposed action", title_align="left"))
     if approve_hint and asks_for_decision(hunt):
         cmds = Text()

@@ -82,6 +82,9 @@ class ProposedAction(BaseModel):
     branch: str | None = Field(description="the branch an approved revert landed on (sleuth/revert-SHA10)")
     revert_sha: str | None = Field(description="the prepared revert commit (no ref moved before approval)")
     detail: str = Field(description="what a person runs or reads")
+    reason: str | None = Field(
+        None, description="why the person approved or rejected it, as they said it; null while pending"
+    )
 
 
 class Verdict(BaseModel):

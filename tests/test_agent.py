@@ -131,6 +131,7 @@ def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenari
         "branch": f"sleuth/revert-{culprit[:10]}",
         "revert_sha": v["proposed_action"]["revert_sha"],
         "detail": f"revert {culprit} on a new branch (the prepared revert commit)",
+        "reason": None,  # a person's words, once they decide
     }
     repo = Path(v["target"]["repo"])
     before = fingerprint(repo)
@@ -142,6 +143,7 @@ def test_demo_tells_the_seed_story_and_waits_for_approval(tmp_path, seed_scenari
     assert proc.returncode == 0, proc.stderr[-2000:]
     after = json.loads(proc.stdout)
     assert after["status"] == "concluded" and after["proposed_action"]["status"] == "applied"
+    assert after["proposed_action"]["reason"] == "approved"  # the default words of `sleuth approve`
     assert after["after"]["recovered_pct_of_drop"] > 40  # as the confirmation's share above (58.9 % once, slow machine)
     now = fingerprint(repo)
     assert now["files"] == before["files"] and now["index"] == before["index"] and now["HEAD"] == before["HEAD"]

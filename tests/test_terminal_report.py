@@ -108,6 +108,7 @@ def test_in_a_terminal_the_report_renders_with_no_raw_markdown(tiny, piped):
     assert "perf-sleuth run" in text and "Hypotheses" in text and "Root cause" in text
     assert "**" not in text and "| --- |" not in text and "```" not in text
     assert "rejected" in text and tiny[2] in text
+    assert '"looking by hand"' in text  # the person's words, beside the decision (only the timeline had them)
 
 
 def _tables(md: str) -> list[tuple[str, list[str]]]:
