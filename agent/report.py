@@ -270,7 +270,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             + (f" `{a.ref}`" if a.ref else "")
             + f": {a.detail} - **{a.status_said}**"
             + (f" (branch `{a.branch}`)" if a.status == "applied" else "")
-            + (f": \"{a.reason}\"" if a.status != "pending" and a.reason else "")
+            + (f': "{a.reason}"' if a.status != "pending" and a.reason else "")
         )
         if approve_hint and asks_for_decision(hunt):
             lines += [
