@@ -569,6 +569,8 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
             expect(page.locator("#after")).to_contain_text("of the drop recovered", timeout=180_000)
             expect(page.locator("#status")).to_have_text("concluded")
             expect(page.locator("#action-status")).to_have_text("applied")
+            expect(page.locator("#action-reason")).to_have_text("the A/B is convincing")  # the reviewer's words
+            expect(page.locator("#after")).to_contain_text("HEAD")  # re-measured beside HEAD on fresh launches
             browser.close()
         v = httpx.get(f"{url}/runs/{run_id}").json()["verdict"]
         assert v["proposed_action"]["status"] == "applied" and v["after"]["recovered_pct_of_drop"] > 50
