@@ -46,7 +46,7 @@ def verdict(hunt: Hunt) -> dict:
             "kind": hunt.action.kind,
             "ref": hunt.action.ref,
             "status": hunt.action.status,
-            "branch": hunt.action.branch,
+            "branch": hunt.action.branch if hunt.action.status != "rejected" else None,  # never made
             "revert_sha": hunt.action.revert_sha,
             "detail": hunt.action.detail,
             "reason": hunt.action.reason if hunt.action.status != "pending" else None,

@@ -79,7 +79,9 @@ class ProposedAction(BaseModel):
     )
     ref: str | None = Field(description="what the action applies to")
     status: Literal["pending", "approved", "rejected", "applied"] = Field(description="where the approval stands")
-    branch: str | None = Field(description="the branch an approved revert landed on (sleuth/revert-SHA10)")
+    branch: str | None = Field(
+        description="the branch an approved revert landed on, or will (sleuth/revert-SHA10); null once rejected"
+    )
     revert_sha: str | None = Field(description="the prepared revert commit (no ref moved before approval)")
     detail: str = Field(description="what a person runs or reads")
     reason: str | None = Field(

@@ -479,7 +479,8 @@ def test_a_hunt_killed_mid_probe_resumes_to_the_same_verdict_and_a_rejection_cha
     # A person rejects the proposal: nothing changes, and nothing is pending any more.
     proc = sleuth_in_process("reject", run_id, "--reason", "release freeze", "--db", db, "--json")
     assert proc.returncode == 0
-    assert json.loads(proc.stdout)["proposed_action"]["status"] == "rejected"
+    rejected = json.loads(proc.stdout)["proposed_action"]
+    assert (rejected["status"], rejected["reason"], rejected["branch"]) == ("rejected", "release freeze", None)
     assert fingerprint(small.repo) == before
     assert sleuth_in_process("approve", run_id, "--db", db).returncode == 2
     # The whole run is in the store: browse it, search it.
