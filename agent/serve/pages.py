@@ -20,7 +20,7 @@ def _env() -> Environment:
     env = Environment(loader=PackageLoader("agent.serve", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["when"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
     env.filters["short"] = lambda ref: (ref or "")[:10]
-    env.filters["status_said"] = lambda action: Action.model_validate(action).status_said
+    env.filters["status_said"] = lambda action: Action(kind=action["kind"], status=action["status"]).status_said
     return env
 
 
