@@ -27,6 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
+from agent import evidence
 from agent.experiments import fmt, fresh_ab, freshness
 from agent.multiple import fraction, the_drop
 from agent.policy import get_policy
@@ -48,6 +49,29 @@ class HostLost(RuntimeError):
     def __init__(self, run_id: str, reason: str, resume: str) -> None:
         super().__init__(f"host: {reason}; run {run_id} stopped at its last checkpoint: `{resume}` once it answers")
         self.run_id, self.reason = run_id, reason
+
+
+WEAK_STEP_PCT = 50.0  # an unconfirmed candidate whose own step is less of the drop than this is not named
+
+
+def _drop_weak_candidate(hunt: Hunt) -> str | None:
+    """A budget that stops a hunt before its bisection's candidate was confirmed leaves that
+    candidate named only if its own step (culprit^ to culprit, ``evidence.steps``) carries at
+    least half of the drop. A trial's hunt on a loaded machine was stopped mid-confirmation and
+    named a wrong commit "likely" whose own step was 12 % of the drop. The candidate is said, not
+    named: what to say, or None where the named cause stands."""
+    if hunt.root_kind != "commit" or not hunt.root_ref or hunt.confirmation.get("ok"):
+        return None
+    found = {s["ref"]: s["share_pct"] for s in (evidence.steps(hunt) or {}).get("steps", [])}
+    share = found.get(hunt.root_ref)
+    if share is None or share >= WEAK_STEP_PCT:
+        return None
+    said = (
+        f"the bisection's candidate {hunt.root_ref[:10]} was not confirmed, and its own step is {share:.0f}% of "
+        "the drop: not named"
+    )
+    hunt.root_kind, hunt.root_ref, hunt.culprits, hunt.root_summary = None, None, [], ""
+    return said
 
 
 class GraphState(TypedDict):
@@ -129,10 +153,13 @@ class Hunter:
                 raise  # the replay's finding, not the hunt's failure
             except BudgetExhausted as exc:
                 hunt.status, hunt.error = "inconclusive", str(exc)
+                weak = _drop_weak_candidate(hunt)
                 # The run's one line (``sleuth runs``, the report, the service's list) says which
                 # budget stopped it: alone, or after what was named before it ran out.
                 stopped = f"stopped: {exc}"
-                if not hunt.root_summary:
+                if weak:
+                    hunt.root_summary = f"{stopped}; {weak}"
+                elif not hunt.root_summary:
                     hunt.root_summary = stopped
                 elif str(exc) not in hunt.root_summary:
                     hunt.root_summary += f"; {stopped}"

@@ -84,3 +84,38 @@ def test_samples_a_budget_stopped_mid_measurement_are_in_the_numbers(tmp_path):
         key = (m["ref"], m["label"])
         most[key] = max(most.get(key, 0), len(json.loads(m["samples"])))
     assert sum(most.values()) == v["cost"]["samples"] > 0, (most, v["cost"])
+
+
+def _candidate_with_step(tmp_path, step: float) -> Hunt:
+    """A bisection's candidate, not yet confirmed, whose own step (culprit^ to culprit) is ``step``
+    of a 0.30 -> 0.46 drop; the rest of the drop lies further up the range."""
+    from agent.state import Measured
+
+    shas = [f"{i:040x}" for i in range(1, 6)]  # good, a, candidate, b, HEAD
+    levels = [0.30, 0.30, 0.30 + 0.16 * step, 0.30 + 0.16 * step, 0.46]
+    hunt = Hunt(run_id="r1", target=Target(repo=str(tmp_path), higher_is_better=False))
+    hunt.good_candidate, hunt.bisected = shas[0], shas[1:]
+    for i, (sha, level) in enumerate(zip(shas, levels, strict=True)):
+        samples = [level * (1 + d) for d in (-0.01, -0.005, 0.0, 0.005, 0.01, 0.0)]
+        hunt.measurements.append(
+            Measured(id=f"m{i + 1}", label=f"bisect {sha[:8]}", ref=sha, launch="", samples=samples,
+                     median=level, ci_low=level * 0.99, ci_high=level * 1.01, cv=0.01)
+        )  # fmt: skip
+    hunt.root_kind, hunt.root_ref, hunt.culprits = "commit", shas[2], [shas[2]]
+    hunt.root_summary = f'{shas[2][:10]} "Refactor HTML Parser (#803)"'
+    return hunt
+
+
+def test_an_unconfirmed_candidate_with_a_small_step_of_its_own_is_not_named_when_the_budget_stops(tmp_path):
+    """A trial's hunt on a loaded machine was stopped mid-confirmation and named the wrong commit
+    "likely": its own step was 12 % of the drop. Under half of the drop, an unconfirmed candidate
+    is said, not named; over half, it stays the named (likely) cause."""
+    weak = _stop_in_a_node(tmp_path, _candidate_with_step(tmp_path, 0.12))
+    v = verdict(weak)
+    assert v["root_cause"] is None and v["culprits"] == []
+    assert v["summary"] == (
+        f"stopped: {STOPPED}; the bisection's candidate {f'{3:040x}'[:10]} was not confirmed, and its own step is "
+        "12% of the drop: not named"
+    ), v["summary"]
+    strong = verdict(_stop_in_a_node(tmp_path / "s", _candidate_with_step(tmp_path, 0.9)))
+    assert strong["root_cause"]["ref"] == f"{3:040x}" and strong["root_cause"]["evidence"] == "likely"

@@ -248,19 +248,23 @@ def test_an_uncommitted_change_that_cannot_alter_what_runs_is_said_inert(tmp_pat
     git("commit", "-qm", "a package")
     (repo / "lib.py").write_text('"""Lib."""\n# why the cost is what it is\nCOST = 1.0  # per item\n')
     (repo / "NOTES.txt").write_text("what I tried\n")
+    (repo / "NOTES.local").write_text("the on-call's own notes\n")  # a notes file by its name, any suffix
+    (repo / "config.local").write_text("threads = 8\n")  # a name that says nothing: it may be read
     (repo / ".github").mkdir()
     (repo / ".github" / "ci.yml").write_text("on: push\n")
     (repo / "pkg" / "table.txt").write_text("a b c\n")  # beside a package's modules: data
     (repo / "pkg" / "mod.py").write_text('"""Now documented."""\nX = 1\n')  # a docstring is code
     (repo / "new.py").write_text("# nothing yet\n")
     (repo / "bench.py").write_text((repo / "bench.py").read_text() + "\nCOST_SCALE = 2\n")
-    paths = ["NOTES.txt", ".github/ci.yml", "bench.py", "lib.py", "new.py", "pkg/mod.py", "pkg/table.txt"]
+    paths = ["NOTES.txt", "NOTES.local", "config.local", ".github/ci.yml", "bench.py", "lib.py", "new.py",
+             "pkg/mod.py", "pkg/table.txt"]  # fmt: skip
     assert inert_changes(CliGit(repo), paths) == {
         "lib.py": "comments and formatting only",
         "NOTES.txt": "documentation",
+        "NOTES.local": "documentation",
         ".github/ci.yml": "CI and repository settings",
     }
-    assert inert_changes(CliGit(repo), paths, limit=3) is None  # a checkout mid-refactor: not looked at
+    assert inert_changes(CliGit(repo), paths, limit=8) is None  # a checkout mid-refactor: not looked at
 
 
 def test_a_hunt_suspects_no_uncommitted_change_that_cannot_alter_what_runs(tmp_path):

@@ -139,8 +139,8 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
         # in the Numbers, and the range it had narrowed to in the line that says why it stopped.
         _keep_probes(hunt, rt, seen)
         left = narrowed(parents, head, no_ops, records)
-        if not left or len(left) == len(parents):
-            raise
+        if not left or len(left) >= len(parents) - len(set(no_ops) & set(parents)):
+            raise  # no probe decided yet: the pruned commits alone are no narrowing ("40 to 29")
         ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
         raise BudgetExhausted(
             f"{exc}; the bisection had narrowed {len(parents)} commits to {len(left)} ({ends})"
