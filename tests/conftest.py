@@ -85,7 +85,6 @@ LONGEST_FIRST = (
     "tests/test_eval.py::test_a_suite_runs_scores_rescores_and_compares",
     "tests/test_dependencies.py::test_with_no_pip_log_and_no_wheelhouse_dist_info_times_name_it",
     "tests/test_realworld.py::test_sleuth_eval_names_the_real_culprit_offline",
-    "tests/test_external.py::test_a_real_drop_outside_the_repository_is_external_not_none",
     "tests/test_lease.py::test_two_approvals_at_once_land_one_revert",
     "tests/test_lease.py::test_a_second_driver_of_a_running_hunt_is_told_who_drives_it_and_changes_nothing",
     "tests/test_serve_faults.py::test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_sent_again",

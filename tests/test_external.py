@@ -1,34 +1,14 @@
 """No false `none`: a drop reproduced beyond noise that nothing in the repository explains (here a
-host a third slower than when the good value was taken, with nothing in the code, the readings
+host 1.6x slower than when the good value was taken, with nothing in the code, the readings
 or the packages changed) ends `external`, naming what was measured, with exit 1 and nothing to
-approve."""
+approve.
+
+The hunt itself is the recorded world ``external`` (``tests/worlds.py``): replayed in the default
+run (``tests/test_recorded.py``, its verdict checked by ``_outside_the_repository``), hunted live
+in the slow step (``tests/test_live_worlds.py``). Live in the default run, a 1.35x host under a
+loaded CI once measured a 17 % sample CV and read the alert as noise."""
 
 from __future__ import annotations
-
-import json
-
-from evals.lab.builder import build
-from evals.lab.spec import load_spec
-from tests.conftest import MINIMAL_SPEC, sleuth_in_process
-
-
-def test_a_real_drop_outside_the_repository_is_external_not_none(tmp_path, write_spec):
-    text = MINIMAL_SPEC.replace('effect = { cost = "allreduce_eager", add_us = 50 }', "lines = 4")
-    text = text.replace('[truth]\nculprits = ["slow"]', '[truth]\nkind = "external"')
-    alert = "[system]\nslowdown = 1.35\n[alert]\ngood = 94\nbad = 70\ngive_good_ref = true\nrequests = 2"
-    text = text.replace("[alert]\ngood = 94\nbad = 70", alert)
-    res = build(load_spec(write_spec(text)), tmp_path / "scenario")
-    proc = sleuth_in_process("hunt", "--alert", res.root / "alert.json", "--db", tmp_path / "r.db", "--json")
-    v = json.loads(proc.stdout)
-    assert proc.returncode == 1, v
-    why = [(h["category"], h["status"], h["reason"][:300]) for h in v["hypotheses"]]
-    assert v["status"] == "concluded" and v["root_cause"]["kind"] == "external", why
-    summary = v["root_cause"]["summary"]
-    assert "the known-good commit measures like HEAD" in summary and "vs the alert's good 94" in summary
-    assert "installed packages" in summary
-    assert "no package changed since pip's log" in summary  # the operator's log records nothing
-    assert v["regression"]["delta_pct"] < -3, v["regression"]
-    assert v["proposed_action"]["kind"] == "investigate"
 
 
 def _hunt(good: float, now_median: float, cv: float):
