@@ -473,15 +473,14 @@ class Runtime:
         self._arm(hunt)
         m = self.ctx.measurer
         before = m.cost
-        had = [len(m._entry(st, self.workload)[0]["samples"]) for _label, st in sampled]
+        had = [len(m.samples_of(st, self.workload)) for _label, st in sampled]
         try:
             out = fn()
         except BaseException as exc:
             exc.cost = m.cost.minus(before).model_dump()  # type: ignore[attr-defined]
             if isinstance(exc, Deadline) and sampled:
                 taken = [
-                    (lb, st, m._entry(st, self.workload)[0]["samples"][n:])
-                    for (lb, st), n in zip(sampled, had, strict=True)
+                    (lb, st, m.samples_of(st, self.workload)[n:]) for (lb, st), n in zip(sampled, had, strict=True)
                 ]
                 exc.partial = [  # type: ignore[attr-defined]
                     {"label": lb, "ref": st.ref, "launch": st.launch, "env": st.env, "samples": got}
@@ -508,9 +507,8 @@ class Runtime:
         self.check_wall(hunt)
 
         def live() -> dict:
-            entry, _tree = self.ctx.measurer._entry(state, self.workload)
             done = sum(1 for e in self.ctx.cache.data.values() if e["samples"])
-            return {"new": not entry["samples"], "measured": done}
+            return {"new": not self.ctx.measurer.samples_of(state, self.workload), "measured": done}
 
         args = {"ref": state.ref, "launch": state.launch} | ({"env": state.env} if state.env else {})
         got = self.observe(hunt, "probe_budget", args, live)

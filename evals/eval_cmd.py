@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import db_path, output_file, progress
+from agent.cli import bad_input, db_path, output_file, progress
 from agent.hunt_cmd import AllowShellOpt, BaseUrlOpt, MaxTokensOpt, MaxTurnsOpt, ModelOpt, PolicyOpt, llm_options
 from agent.state import LLMSettings
 from evals import report
@@ -19,11 +19,6 @@ from evals.backends import LocalBackend, RayBackend, RayError
 from evals.runner import find_specs, rescore, run_set, set_rows
 from tools.text import first_line
 from transcripts.store import Store, run_command
-
-
-def _bad(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    raise typer.Exit(2)
 
 
 def json_row(row: dict) -> dict:
@@ -36,10 +31,10 @@ def json_row(row: dict) -> dict:
 
 def _set(store: Store, set_id: str) -> dict:
     if "eval_sets" not in store.db.table_names():
-        _bad(f"SET: no evaluation sets in {store.path}")
+        bad_input(f"SET: no evaluation sets in {store.path}")
     rows = list(store.db["eval_sets"].rows_where("id = ?", [set_id]))
     if not rows:
-        _bad(f"SET: no evaluation set '{set_id}' in {store.path}")
+        bad_input(f"SET: no evaluation set '{set_id}' in {store.path}")
     return rows[0]
 
 
@@ -74,13 +69,13 @@ def eval_cmd(
     # (and so creates) its store only once its specs are read, so a refused input leaves no file.
     modes = [flag for flag, on in (("--compare", compare), ("--rescore", rescore_set), ("--resume", resume)) if on]
     if len(modes) > 1:
-        _bad(f"{'/'.join(modes)}: give one")
+        bad_input(f"{'/'.join(modes)}: give one")
     if modes and paths:
-        _bad(f"PATH: not with {modes[0]} (it reads the stored set{'s' if compare else ''}, not specs)")
+        bad_input(f"PATH: not with {modes[0]} (it reads the stored set{'s' if compare else ''}, not specs)")
     if modes and (policy != "methodical" or model or repeats != 1):
-        _bad(f"--policy/--model/--repeats: not with {modes[0]} (the stored set keeps its own)")
+        bad_input(f"--policy/--model/--repeats: not with {modes[0]} (the stored set keeps its own)")
     if compare and report_path:
-        _bad("--report: not with --compare (a comparison is printed; --json gives it as data)")
+        bad_input("--report: not with --compare (a comparison is printed; --json gives it as data)")
     if report_path:
         output_file("--report", report_path)
     stored = bool(modes)
@@ -117,14 +112,14 @@ def eval_cmd(
             return
         llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
         if backend not in ("local", "ray"):
-            _bad(f"--backend: '{backend}' is not local or ray")
+            bad_input(f"--backend: '{backend}' is not local or ray")
         if backend == "local" and ray_address:
-            _bad("--ray-address: only with --backend ray")
+            bad_input("--ray-address: only with --backend ray")
         runner = (
             LocalBackend(workers) if backend == "local" else RayBackend(ray_address, ray_resource, local_cpus=workers)
         )
         if not paths and not resume:
-            _bad("PATH: give spec files or folders (or --compare / --rescore / --resume)")
+            bad_input("PATH: give spec files or folders (or --compare / --rescore / --resume)")
         if resume:
             s = _set(store, resume)
             specs = [Path(x) for x in json.loads(s["specs"])]
@@ -134,9 +129,9 @@ def eval_cmd(
             try:
                 specs = find_specs(paths or [])
             except FileNotFoundError as exc:
-                _bad(f"PATH: {exc}")
+                bad_input(f"PATH: {exc}")
             if not specs:
-                _bad(f"PATH: no .toml specs in {' '.join(paths or [])}")
+                bad_input(f"PATH: no .toml specs in {' '.join(paths or [])}")
         from evals.lab.spec import SpecError, load_spec
         from evals.realworld import CASE_PYTHON_ENV, CaseError, history_problem, is_real, load_case, needs_said
 
@@ -147,17 +142,19 @@ def eval_cmd(
                     case = load_case(spec)
                     for name in (case.bundle, case.licence):
                         if not (spec.parent / name).is_file():
-                            _bad(f"{spec.parent / name}: missing (named by {spec.name}; the case cannot be unpacked)")
+                            bad_input(
+                                f"{spec.parent / name}: missing (named by {spec.name}; the case cannot be unpacked)"
+                            )
                     if said := history_problem(spec.parent, case):  # its bundle holds the commits it names
-                        _bad(f"{spec}: {said}")
+                        bad_input(f"{spec}: {said}")
                     if said := needs_said(case, spec.parent.resolve()):  # its server's runtime is not here
                         unrunnable.append(said)
                 else:
                     load_spec(spec)
             except (SpecError, CaseError) as exc:
-                _bad(str(exc))
+                bad_input(str(exc))
         if unrunnable and len(unrunnable) == len(specs):  # nothing here could run: say why, run nothing
-            _bad(unrunnable[0])
+            bad_input(unrunnable[0])
         store = store or Store(path)
         total = len(specs) * repeats
         from agent.state import new_run_id
@@ -186,7 +183,7 @@ def eval_cmd(
                         backend=runner,
                     )  # fmt: skip
                 except RayError as exc:
-                    _bad(f"--backend ray: {exc}")
+                    bad_input(f"--backend ray: {exc}")
                 finally:
                     if isinstance(runner, RayBackend):
                         runner.shutdown()

@@ -611,6 +611,11 @@ class Measurer:
         raise BrokenState(state.label, state.ref, how, failure or error, server.log_path)
 
     # -- the cache and the slots ----------------------------------------------------------------
+    def samples_of(self, state: State, workload: Workload) -> list[float]:
+        """Every sample of ``state`` under ``workload`` this run's cache holds (what a caller
+        counts before a measurement, to say what it added when a budget stops it)."""
+        return list(self._entry(state, workload)[0]["samples"])
+
     def _entry(self, state: State, workload: Workload) -> tuple[dict, str]:
         tree = self._trees.get(state.ref)
         if tree is None:  # a commit's tree never changes: one git call per commit, not per lookup
