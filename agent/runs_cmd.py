@@ -27,6 +27,20 @@ def _when(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
+def action_of(row: dict) -> str:
+    """What a run proposed and where a person stands on it, in two words ("revert approved",
+    "restore rejected", "revert pending"; "investigate": nothing to approve), from its verdict:
+    the run's status says "concluded" for an approved and a rejected run alike."""
+    try:
+        action = (json.loads(row.get("verdict") or "null") or {}).get("proposed_action") or {}
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    kind, status = action.get("kind") or "", action.get("status") or ""
+    if kind in ("", "none") or kind == "investigate":
+        return kind if kind != "none" else ""
+    return f"{kind} {status}".strip()
+
+
 @app.command("runs")
 def runs(
     limit: Annotated[int, typer.Option(min=1)] = 50,
@@ -37,9 +51,9 @@ def runs(
     store = _open(db)
     rows = store.runs(limit)
     if json_out:
-        print_json([{k: v for k, v in r.items() if k != "verdict"} for r in rows])
+        print_json([{k: v for k, v in r.items() if k != "verdict"} | {"action": action_of(r)} for r in rows])
         return
-    cols = ("id", "started", "target", "policy", "status", "root cause", "probes", "time")
+    cols = ("id", "started", "target", "policy", "status", "action", "root cause", "probes", "time")
     table = [
         (
             r["id"],
@@ -47,6 +61,7 @@ def runs(
             r.get("target") or "",
             r.get("policy") or r["kind"],
             r.get("status") or "",
+            action_of(r),
             r.get("root_summary") or "",
             str(r.get("probes") or ""),
             f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else "",
@@ -58,11 +73,28 @@ def runs(
         for row in table:
             print("\t".join(" ".join(v.split()) for v in row))
         return
-    t = Table(title=f"runs in {store.path}")
-    for col in cols:
-        t.add_column(col)
-    for row in table:
-        t.add_row(row[0], row[1], row[2][-40:], row[3], row[4], row[5][:48], row[6], row[7])
+    # A terminal shows one screen: the id whole (what a person copies into `sleuth show`; at 120
+    # columns it was cut to "20261207-183…") and the short values on one line each; the target and
+    # the policy, where every run shares one, are said once in the caption instead of a column.
+    # The start without its year and seconds, the target's last two path parts, the root cause's
+    # first 60 characters.
+    rows = [(r[0], r[1][5:16], "/".join(Path(r[2]).parts[-2:]), *r[3:6], r[6][:60], *r[7:]) for r in table]
+    shared = {i: table[0][i] for i in (2, 3) if table and len({row[i] for row in table}) == 1}  # said whole
+    keep = [i for i in range(len(cols)) if i not in shared]
+    caption = ", ".join(f"{cols[i]} {v}" for i, v in shared.items() if v)
+    t = Table(title=f"runs in {store.path}", caption=caption or None)
+    width = {i: max(len(cols[i]), *(len(row[i]) for row in rows)) for i in keep}
+    squeezed = [i for i in keep if cols[i] in ("target", "root cause")]
+    # What the whole values leave of the screen (3 columns of padding and rule a column), shared by
+    # the target and the root cause, each cut there: one line a run.
+    left = out.width - 1 - sum(3 + w for i, w in width.items() if i not in squeezed) - 3 * len(squeezed)
+    for i in keep:
+        if i in squeezed:
+            t.add_column(cols[i], no_wrap=True, overflow="ellipsis", max_width=max(8, left // len(squeezed)))
+        else:
+            t.add_column(cols[i], no_wrap=True, min_width=width[i])
+    for row in rows:
+        t.add_row(*(row[i] for i in keep))
     out.print(t)
 
 

@@ -121,3 +121,29 @@ def test_an_approved_revert_is_re_measured_beside_head_on_fresh_launches(tmp_pat
 def samples(m: dict) -> list[float]:
     s = m["samples"]
     return json.loads(s) if isinstance(s, str) else s
+
+
+def test_sleuth_runs_says_where_a_person_stands_on_each_proposal(tmp_path):
+    """`sleuth runs` said "concluded" for an approved and a rejected run alike: its action column
+    says what was proposed and what a person decided (an external cause has nothing to approve),
+    in the table and in ``--json``."""
+    from tests.conftest import sleuth_in_process
+
+    db = tmp_path / "r.db"
+    approved = load("approved", db)
+    rejected = read_lines(RECORDINGS / "reland.jsonl")
+    verdict = json.loads(rejected["run"]["verdict"])
+    verdict["proposed_action"] |= {"status": "rejected", "reason": "not this week", "branch": None}
+    rejected["run"]["verdict"] = json.dumps(verdict)
+    imported(rejected, db)
+    external = load("external", db)
+    lines = sleuth_in_process("runs", "--db", db).stdout.splitlines()
+    cols = lines[0].split("\t")
+    said = {row[0]: row[cols.index("action")] for row in (line.split("\t") for line in lines[1:])}
+    assert said == {
+        approved["run"]["id"]: "revert applied",  # approved, and its branch made
+        rejected["run"]["id"]: "revert rejected",
+        external["run"]["id"]: "investigate",
+    }, said
+    rows = json.loads(sleuth_in_process("runs", "--db", db, "--json").stdout)
+    assert {r["id"]: r["action"] for r in rows} == said

@@ -410,3 +410,20 @@ def test_in_a_100_column_terminal_a_grouped_row_and_a_long_evidence_stay_short()
     assert "NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_PROTO and 8 more" in column(2) and "module_0.py" not in screen
     assert "[...; `sleuth show RUN --json` has it whole]" in column(4)
     assert len(table) <= 6 + TERMINAL_REASON // 20, "\n".join(table)  # ten lines the two rows, at 100 columns
+
+
+def test_in_a_100_column_terminal_sleuth_runs_keeps_one_line_a_run_and_every_id_whole(tmp_path):
+    """At 120 columns `sleuth runs` cut every id to "20261207-183…" (what a person copies into
+    `sleuth show`) and wrapped the root cause over five lines a run: ids whole, one line a run, the
+    policy every run shares said once below the table, the root cause cut to what is left."""
+    from tests.worlds import load
+
+    db = tmp_path / "r.db"
+    ids = [load(name, db)["run"]["id"] for name in ("approved", "external", "reland")]
+    text = _in_a_terminal(["runs", "--db", str(db)], columns=100)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100, text
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == 3 and all(any(i in row for i in ids) for row in rows), text
+    assert "revert applied" in text and "investigate" in text and "policy methodical" in text, text
+    assert "policy" not in lines[lines.index(next(line for line in lines if "┃" in line))], text
