@@ -192,7 +192,7 @@ class Hunter:
 
     @staticmethod
     def _intake(hunt: Hunt, rt: Runtime) -> None:
-        rt.resolve(hunt, "HEAD")
+        hunt.head_sha = rt.resolve(hunt, "HEAD")
         rt.say(hunt, "intake", hunt.target.summary or f"hunting {hunt.target.metric} on {hunt.target.repo}")
 
     @staticmethod

@@ -173,6 +173,7 @@ class Hunt(BaseModel):
     hypotheses: list[Hypothesis] = []
     reproduced: str | None = None  # id of the "now" measurement
     good_candidate: str | None = None  # sha believed good (reflog or alert)
+    head_sha: str | None = None  # HEAD when the hunt began (intake resolves it)
     culprits: list[str] = []
     rejected_culprits: list[str] = []  # bisected commits whose confirmation A/B failed
     root_kind: Kind | None = None

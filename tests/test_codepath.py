@@ -286,3 +286,21 @@ def test_a_hunt_suspects_no_uncommitted_change_that_cannot_alter_what_runs(tmp_p
         "uncommitted: 2 path(s) whose change cannot alter what runs: NOTES.txt (documentation); "
         "lib.py (comments and formatting only)"
     ]
+
+
+def test_a_known_good_ref_that_is_head_itself_states_no_history_hypothesis(tmp_path):
+    """`--good HEAD` with a slow uncommitted edit: no commit lies between the two, so "a commit
+    since HEAD slows it" is a suspect with no change behind it (a trial's hunt stated it and A/B'd
+    HEAD against itself). The plan says why it is left out, and the edit is named."""
+    from tests.conftest import bench_repo, hunt_bench
+
+    repo, git, _good = bench_repo(tmp_path / "p")
+    (repo / "lib.py").write_text("COST = 2.0\n")
+    db = tmp_path / "r.db"
+    v = hunt_bench(repo, "HEAD", db)
+    assert [h["category"] for h in v["hypotheses"] if h["category"] == "history"] == []
+    assert v["root_cause"]["kind"] == "uncommitted" and v["root_cause"]["ref"] == "lib.py", v["root_cause"]
+    (run,) = [r["id"] for r in Store(db).runs()]
+    head = git("rev-parse", "HEAD")
+    said = [e["text"] for e in Store(db).events(run) if e["text"].startswith("no history hypothesis")]
+    assert said == [f"no history hypothesis: the known-good ref given is HEAD itself ({head[:10]})"], said

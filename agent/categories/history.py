@@ -46,6 +46,9 @@ def suspect(hunt: Hunt, rt: Runtime, add) -> None:
         candidate, how = e["old_sha"], f"HEAD before '{e['action']}' ({e['time']})"
     if candidate:
         hunt.good_candidate = rt.resolve(hunt, candidate)
+        if hunt.good_candidate == hunt.head_sha:  # no commit between them: nothing to suspect
+            rt.say(hunt, "plan", f"no history hypothesis: {how} is HEAD itself ({hunt.head_sha[:10]})")
+            return
         add(
             NAME,
             f"a commit since {hunt.good_candidate[:10]} ({how}) slows it",
