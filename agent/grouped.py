@@ -41,7 +41,9 @@ class HypothesisGroup(BaseModel):
 
     @property
     def id(self) -> str:
-        return self.ids[0] if len(self.ids) == 1 else f"{self.ids[0]}-{self.ids[-1]}"
+        """Its members' ids as runs ("h2-h5, h7-h12"): the seed's "h2-h12" spanned h6, a row of
+        its own below (demoted), and read as if h6 were among the eleven."""
+        return id_runs(self.ids)
 
     def covers_text(self, limit: int = 12) -> str:
         """The members a grouped row lists, the first ``limit`` by name and the rest counted: a host
@@ -55,6 +57,21 @@ class HypothesisGroup(BaseModel):
     @property
     def category(self) -> str:
         return ", ".join(CATEGORY_NAMES.get(c, c) for c in self.categories)
+
+
+def id_runs(ids: list[str]) -> str:
+    """Ids numbered alike ("h2", "h3", ...) as runs of consecutive numbers, "h2-h5, h7-h12"; others
+    as the first and the last."""
+    nums = [int(i[1:]) if i[:1] == "h" and i[1:].isdigit() else None for i in ids]
+    if len(ids) == 1 or None in nums:
+        return ids[0] if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
+    runs: list[list[int]] = []
+    for n in nums:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)  # type: ignore[arg-type]
+        else:
+            runs.append([n])  # type: ignore[list-item]
+    return ", ".join(f"h{r[0]}" if len(r) == 1 else f"h{r[0]}-h{r[-1]}" for r in runs)
 
 
 def _get(h: Any, *names: str) -> Any:

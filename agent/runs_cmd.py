@@ -53,7 +53,9 @@ def runs(
     if json_out:
         print_json([{k: v for k, v in r.items() if k != "verdict"} | {"action": action_of(r)} for r in rows])
         return
-    cols = ("id", "started", "target", "policy", "status", "action", "root cause", "probes", "time")
+    # A pipe's columns keep their places (a script's `cut -f7` still reads the root cause): the
+    # action, added 2026-12-07, comes last there, beside the status on screen.
+    cols = ("id", "started", "target", "policy", "status", "root cause", "probes", "time", "action")
     table = [
         (
             r["id"],
@@ -61,10 +63,10 @@ def runs(
             r.get("target") or "",
             r.get("policy") or r["kind"],
             r.get("status") or "",
-            action_of(r),
             r.get("root_summary") or "",
             str(r.get("probes") or ""),
             f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else "",
+            action_of(r),
         )
         for r in rows
     ]
@@ -77,20 +79,29 @@ def runs(
     # columns it was cut to "20261207-183…") and the short values on one line each; the target and
     # the policy, where every run shares one, are said once in the caption instead of a column.
     # The start without its year and seconds, the target's last two path parts, the root cause's
-    # first 60 characters.
+    # first 60 characters, the action beside the status.
+    order = (0, 1, 2, 3, 4, 8, 5, 6, 7)
+    cols = tuple(cols[i] for i in order)
+    table = [tuple(r[i] for i in order) for r in table]
     rows = [(r[0], r[1][5:16], "/".join(Path(r[2]).parts[-2:]), *r[3:6], r[6][:60], *r[7:]) for r in table]
     shared = {i: table[0][i] for i in (2, 3) if table and len({row[i] for row in table}) == 1}  # said whole
     keep = [i for i in range(len(cols)) if i not in shared]
-    caption = ", ".join(f"{cols[i]} {v}" for i, v in shared.items() if v)
-    t = Table(title=f"runs in {store.path}", caption=caption or None)
+    said = [f"{cols[i]} {v}" for i, v in shared.items() if v]
     width = {i: max(len(cols[i]), *(len(row[i]) for row in rows)) for i in keep}
-    squeezed = [i for i in keep if cols[i] in ("target", "root cause")]
-    # What the whole values leave of the screen (3 columns of padding and rule a column), shared by
-    # the target and the root cause, each cut there: one line a run.
-    left = out.width - 1 - sum(3 + w for i, w in width.items() if i not in squeezed) - 3 * len(squeezed)
+    # What the whole values leave of the screen (3 columns of padding and rule a column): the target
+    # a third of it at most, the root cause the rest, each cut there: one line a run. Under 100
+    # columns the targets leave the screen to the root cause (a pipe or --json names them).
+    left = out.width - 1 - sum(3 + w for i, w in width.items() if cols[i] not in ("target", "root cause"))
+    if 2 in keep and left < 40:
+        keep.remove(2)
+        said.append(f"{len({r[2] for r in table})} targets (a pipe or --json names them)")
+    left -= 3 if 2 in keep else 0  # the target's own padding
+    t = Table(title=f"runs in {store.path}", caption=", ".join(said) or None)
+    room = {2: min(width[2], max(8, left // 3))} if 2 in keep else {}
+    room[6] = max(8, left - 3 - room.get(2, 0))
     for i in keep:
-        if i in squeezed:
-            t.add_column(cols[i], no_wrap=True, overflow="ellipsis", max_width=max(8, left // len(squeezed)))
+        if i in room:
+            t.add_column(cols[i], no_wrap=True, overflow="ellipsis", max_width=room[i])
         else:
             t.add_column(cols[i], no_wrap=True, min_width=width[i])
     for row in rows:

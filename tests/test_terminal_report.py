@@ -167,6 +167,16 @@ def test_hypotheses_one_ab_decided_are_one_row_listing_what_it_covers():
     assert [g.id for g in group_hypotheses(rows)] == ["h1", "h2-h4", "h5", "h6", "h7"]
 
 
+def test_a_grouped_row_names_its_ids_as_runs_never_spanning_a_row_of_its_own():
+    """The seed's report showed "h2-h12" (refuted) above "h6" (demoted): the range spanned h6. A
+    group whose ids skip one names its runs."""
+    same = "HEAD 58.38 vs now 57.21 tok_per_s (-2.0%, p=0.15, same)"
+    hs = [_h(i, "environment", f"V{i}", "refuted", same, ["m1", "m2"]) for i in (2, 3, 4, 6, 7)]
+    hs.insert(3, _h(5, "uncommitted", "b.py", "demoted", same + "; not on the executed path", ["m1", "m2"]))
+    hs.append(_h(9, "environment", "V9", "refuted", same, ["m1", "m2"]))
+    assert [g.id for g in group_hypotheses(hs)] == ["h2-h4, h6-h7, h9", "h5"]
+
+
 def test_untested_packages_for_one_reason_are_one_row_not_a_page():
     """An old known-good ref on a host upgraded since: every package is a suspect, none testable
     by a benchmark command. One row names them all; a differently untested one keeps its own."""
