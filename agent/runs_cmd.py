@@ -53,60 +53,70 @@ def runs(
     if json_out:
         print_json([{k: v for k, v in r.items() if k != "verdict"} | {"action": action_of(r)} for r in rows])
         return
-    # A pipe's columns keep their places (a script's `cut -f7` still reads the root cause): the
+    # A pipe's columns keep their places (a script's `cut -f6` still reads the root cause): the
     # action, added 2026-12-07, comes last there, beside the status on screen.
-    cols = ("id", "started", "target", "policy", "status", "root cause", "probes", "time", "action")
     table = [
-        (
-            r["id"],
-            _when(r["started"]),
-            r.get("target") or "",
-            r.get("policy") or r["kind"],
-            r.get("status") or "",
-            r.get("root_summary") or "",
-            str(r.get("probes") or ""),
-            f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else "",
-            action_of(r),
-        )
+        {
+            "id": r["id"],
+            "started": _when(r["started"]),
+            "target": r.get("target") or "",
+            "policy": r.get("policy") or r["kind"],
+            "status": r.get("status") or "",
+            "root cause": r.get("root_summary") or "",
+            "probes": str(r.get("probes") or ""),
+            "time": f"{r['ended'] - r['started']:.0f}s" if r.get("ended") and r.get("started") else "",
+            "action": action_of(r),
+        }
         for r in rows
     ]
     if not out.is_terminal:  # a pipe: every value in full, tab-separated, one run per line
+        cols = ("id", "started", "target", "policy", "status", "root cause", "probes", "time", "action")
         print("\t".join(cols))
         for row in table:
-            print("\t".join(" ".join(v.split()) for v in row))
+            print("\t".join(" ".join(row[c].split()) for c in cols))
         return
-    # A terminal shows one screen: the id whole (what a person copies into `sleuth show`; at 120
-    # columns it was cut to "20261207-183…") and the short values on one line each; the target and
-    # the policy, where every run shares one, are said once in the caption instead of a column.
-    # The start without its year and seconds, the target's last two path parts, the root cause's
-    # first 60 characters, the action beside the status.
-    order = (0, 1, 2, 3, 4, 8, 5, 6, 7)
-    cols = tuple(cols[i] for i in order)
-    table = [tuple(r[i] for i in order) for r in table]
-    rows = [(r[0], r[1][5:16], "/".join(Path(r[2]).parts[-2:]), *r[3:6], r[6][:60], *r[7:]) for r in table]
-    shared = {i: table[0][i] for i in (2, 3) if table and len({row[i] for row in table}) == 1}  # said whole
-    keep = [i for i in range(len(cols)) if i not in shared]
-    said = [f"{cols[i]} {v}" for i, v in shared.items() if v]
-    width = {i: max(len(cols[i]), *(len(row[i]) for row in rows)) for i in keep}
-    # What the whole values leave of the screen (3 columns of padding and rule a column): the target
-    # a third of it at most, the root cause the rest, each cut there: one line a run. Under 100
-    # columns the targets leave the screen to the root cause (a pipe or --json names them).
-    left = out.width - 1 - sum(3 + w for i, w in width.items() if cols[i] not in ("target", "root cause"))
-    if 2 in keep and left < 40:
-        keep.remove(2)
-        said.append(f"{len({r[2] for r in table})} targets (a pipe or --json names them)")
-    left -= 3 if 2 in keep else 0  # the target's own padding
-    t = Table(title=f"runs in {store.path}", caption=", ".join(said) or None)
-    room = {2: min(width[2], max(8, left // 3))} if 2 in keep else {}
-    room[6] = max(8, left - 3 - room.get(2, 0))
-    for i in keep:
-        if i in room:
-            t.add_column(cols[i], no_wrap=True, overflow="ellipsis", max_width=room[i])
+    out.print(_runs_table(table, f"runs in {store.path}", out.width))
+
+
+# Where a terminal's table cuts: the target and the root cause share what the other (whole) values
+# leave, the target a third of it at most; with less than this for both, the targets leave the
+# screen to the root cause and are counted below it.
+SQUEEZED = ("target", "root cause")
+ROOM_FOR_TARGETS = 40
+
+
+def _runs_table(table: list[dict], title: str, width: int) -> Table:
+    """``sleuth runs`` on one screen: one line a run, every id whole (what a person copies into
+    `sleuth show`; at 120 columns each was cut to "20261207-183…"), the start without its year
+    and seconds, the target's last two path parts; a target or policy every run shares is said
+    once below the table instead of a column."""
+    cols = ["id", "started", "target", "policy", "status", "action", "root cause", "probes", "time"]
+    said = []
+    for col in ("target", "policy"):
+        if table and len({row[col] for row in table}) == 1:
+            cols.remove(col)
+            said.append(f"{col} {table[0][col]}")
+    shown = [
+        row | {"started": row["started"][5:16], "target": "/".join(Path(row["target"]).parts[-2:]),
+               "root cause": row["root cause"][:60]}
+        for row in table
+    ]  # fmt: skip
+    wide = {c: max(len(c), *(len(row[c]) for row in shown)) for c in cols}
+    left = width - 1 - sum(3 + w for c, w in wide.items() if c not in SQUEEZED) - 3  # the root cause's padding
+    if "target" in cols and left < ROOM_FOR_TARGETS:
+        cols.remove("target")
+        said.append(f"{len({row['target'] for row in table})} targets (a pipe or --json names them)")
+    room = {"target": min(wide["target"], max(8, (left - 3) // 3))} if "target" in cols else {}
+    room["root cause"] = max(8, left - sum(3 + w for w in room.values()))
+    t = Table(title=title, caption=", ".join(said) or None)
+    for c in cols:
+        if c in room:
+            t.add_column(c, no_wrap=True, overflow="ellipsis", max_width=room[c])
         else:
-            t.add_column(cols[i], no_wrap=True, min_width=width[i])
-    for row in rows:
-        t.add_row(*(row[i] for i in keep))
-    out.print(t)
+            t.add_column(c, no_wrap=True, min_width=wide[c])
+    for row in shown:
+        t.add_row(*(row[c] for c in cols))
+    return t
 
 
 # A tool call's arguments run to a whole launch command and an inlined script (1,700 characters),
