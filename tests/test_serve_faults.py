@@ -112,7 +112,9 @@ def test_a_service_killed_mid_hunt_takes_its_hunt_with_it_and_the_next_one_resum
     # The hunt got SIGTERM from the kernel as the service died: it stops its servers and leaves.
     wait_for(lambda: not _alive(hunt_pid), 60, "the orphaned hunt to stop")
     wait_for(lambda: not servers_in_worktrees(hunt_pid), 30, "its servers to stop")
-    assert worktrees(res.repo) == 1
+    assert worktrees(res.repo) == 1, subprocess.run(
+        ["git", "-C", str(res.repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
+    ).stdout
     second = Serve(tmp_path, db)
     try:
         # The same alert again while the run is being resumed joins it (it queued a second hunt).
@@ -194,7 +196,9 @@ def test_a_service_killed_during_an_approval_is_finished_by_the_next_one_with_on
         ["git", "-C", str(res.repo), "branch", "--list", "sleuth/*"], capture_output=True, text=True
     ).stdout.split()
     assert branches == [verdict["proposed_action"]["branch"]]
-    assert worktrees(res.repo) == 1
+    assert worktrees(res.repo) == 1, subprocess.run(
+        ["git", "-C", str(res.repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
+    ).stdout
 
 
 def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_sent_again(world, tmp_path):
@@ -234,4 +238,6 @@ def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_se
         assert alerts and all(a["run_id"] in runs for a in alerts if a.get("run_id"))
     finally:
         second.stop()
-    assert worktrees(res.repo) == 1
+    assert worktrees(res.repo) == 1, subprocess.run(
+        ["git", "-C", str(res.repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
+    ).stdout

@@ -671,6 +671,11 @@ class Measurer:
                     self._retire(key)
                 except HostError:
                     self._warm.pop(key, None)
+            # A dead driver's worktree that appeared after this one opened (its process was still
+            # leaving when the run was handed over): found by CI, one scratch worktree too many
+            # after a service killed mid-approval and the next one finishing it.
+            with suppress(HostError):
+                self.git.remove_stale_worktrees()
 
     def _retire(self, key: str) -> None:
         """Stop a warm state's server and remove its worktree, then forget it: in that order, so a
