@@ -57,9 +57,13 @@ def import_cmd(
         print_json(summary)
         return
     verb = "imported" if new else "already imported as"
-    out.print(
-        f"{verb} {run_id}: {s.format}, {summary['events']} events ({summary['tool_calls']} tool calls), "
+    tokens = (
         f"tokens in {summary['tokens'].get('input', 0):,} / out {summary['tokens'].get('output', 0):,}"
+        if s.counts_tokens
+        else "no token counts in this format"
+    )
+    out.print(
+        f"{verb} {run_id}: {s.format}, {summary['events']} events ({summary['tool_calls']} tool calls), {tokens}"
         + (f", {s.skipped} bad record(s) skipped" if s.skipped else ""),
         highlight=False,
         soft_wrap=True,  # one line, also into a pipe (Rich's 80 columns cut "tokens in" from its number)

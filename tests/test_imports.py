@@ -281,3 +281,14 @@ def test_show_fences_a_timeline_that_quotes_fences_of_its_own(tmp_path):
     inner = timeline[1:-1]
     assert any("```" in line for line in inner)  # the session's own fences are inside
     assert not any(line.strip().startswith(fence) for line in inner)
+
+
+def test_a_session_whose_format_counts_no_tokens_says_so_not_zero(tmp_path):
+    """A mini-swe-agent trajectory without usage imported as "tokens in 0 / out 0", a count it
+    never made; one with usage says its numbers."""
+    db = tmp_path / "r.db"
+    without = sleuth("import", str(FIXTURES / "mini-swe-agent" / "calc_fix.traj.json"), "--db", str(db))
+    assert without.returncode == 0 and without.stdout.rstrip().endswith("no token counts in this format")
+    assert "tokens in" not in without.stdout
+    counted = sleuth("import", str(FIXTURES / "mini-swe-agent" / "count_files.traj.json"), "--db", str(db))
+    assert counted.stdout.rstrip().endswith("tokens in 1,682 / out 35"), counted.stdout

@@ -50,6 +50,12 @@ class Session(BaseModel):
     problems: list[str] = []  # what was skipped, and why (first lines)
     totals: dict[str, int] | None = None  # token totals where the format keeps only those
 
+    @property
+    def counts_tokens(self) -> bool:
+        """Does the session say what its model used at all? (A format without usage, such as a
+        mini-swe-agent trajectory, read as "tokens in 0 / out 0".)"""
+        return self.totals is not None or any(s.usage for s in self.steps)
+
     def tokens(self) -> dict[str, int]:
         if self.totals is not None:
             return self.totals
