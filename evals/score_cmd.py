@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from agent.cli import bad_input, db_path
 from evals.score import first_named
-from transcripts.store import Store, store_file
+from transcripts.store import Store
 
 
 def score(
@@ -20,18 +22,15 @@ def score(
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """When did the run first name the root cause, and what came before?"""
-    try:
-        path = store_file(db, must_exist=True)
-    except ValueError as exc:
-        _bad(str(exc))
+    path = db_path(db, must_exist=True)
     if kind not in ("commit", "uncommitted", "env", "config"):
-        _bad(f"--kind: unknown kind '{kind}' (commit, uncommitted, env, config)")
+        bad_input(f"--kind: unknown kind '{kind}' (commit, uncommitted, env, config)")
     if kind == "commit" and len(root_cause) < 7:
-        _bad("--root-cause: a commit needs at least 7 hex digits")
+        bad_input("--root-cause: a commit needs at least 7 hex digits")
     store = Store(path)
     try:
         if store.run(run_id) is None:
-            _bad(f"RUN: no run '{run_id}' in {path}")
+            bad_input(f"RUN: no run '{run_id}' in {path}")
         res = first_named(run_id, store.events(run_id), root_cause, kind, store.hypotheses(run_id))
     finally:
         store.close()
@@ -44,15 +43,16 @@ def score(
             f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
         )
         if res.refuted:  # named, then dropped: the first mention was no finding
-            print(f"  then refuted by the run itself: {res.refuted[0][:120]}")
+            print(f"  then refuted by the run itself: {_cut(res.refuted[0], 120)}")
         if res.abandoned:
-            print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(a[:70] for a in res.abandoned[:8]))
+            print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(_cut(a, 70) for a in res.abandoned[:8]))
     else:
         print(f"{run_id}: never named {root_cause} ({res.events_total} events, {res.tool_calls_total} tool calls)")
     if not res.named:
         raise typer.Exit(1)
 
 
-def _bad(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    raise typer.Exit(2)
+def _cut(text: str, width: int) -> str:
+    """``text`` within ``width`` characters, cut between words (a hypothesis cut mid-word read
+    as another word)."""
+    return textwrap.shorten(text, width, placeholder=" …")

@@ -77,3 +77,23 @@ def test_a_cause_the_run_named_and_then_refuted_is_said_to_be_refuted():
     res = first_named("r", events, "NCCL_DEBUG", kind="env", hypotheses=hyps)
     assert res.named and res.refuted == ["NCCL_DEBUG=INFO in the server's environment slows it"]
     assert first_named("r", events, "NCCL_ALGO", kind="env", hypotheses=hyps).refuted == []
+
+
+def test_the_hypotheses_a_scored_run_abandoned_are_cut_between_words(tmp_path):
+    """`score` listed "abandoned (2): NCCL_PROTO=LL in the server's environment slows it; the
+    uncommitted change to python/minisglang/layers/attenti": each is now whole, or cut at a word's
+    end and marked."""
+    from tests.worlds import load
+
+    got = load("approved", tmp_path / "r.db")
+    run, truth = got["run"]["id"], got["run"]["truth"]
+    proc = sleuth("score", run, "--root-cause", truth["ref"], "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.lstrip().startswith("abandoned ("))
+    statements = [h["statement"] for h in got["hypotheses"] if h["status"] in ("refuted", "demoted")]
+    items = line.split("): ", 1)[1].split("; ")
+    cut = [x for x in items if x not in statements]
+    assert cut and all(x.endswith(" …") for x in cut), items
+    for x in cut:  # a statement's words, the last one whole
+        whole = next(s for s in statements if s.startswith(x[:-2]))
+        assert whole[len(x) - 2] == " ", (x, whole)
