@@ -853,3 +853,66 @@ def test_a_launch_timeout_too_short_for_any_state_is_named_not_the_code(small, t
     )
     assert v["broken"] and all(b["how"] == "does not become healthy within 0.05 s" for b in v["broken"])
     assert not [b for b in v["broken"] if (b["failure"] or "").startswith("import time:")], v["broken"]
+
+
+FAILS_TO_LOAD = r"""import atexit, sys
+
+atexit.register(lambda: print("Calling `python -m srv` directly is deprecated.", file=sys.stderr))
+
+
+# Twenty distinct frames (a recursion's repeats are folded into one line by Python).
+chain = "".join(f"def f{i}():\n    return f{i + 1}()\n" for i in range(20))
+exec(compile(chain + "def f20():\n    return open('/no/such/model/config.json')\n", "loader.py", "exec"))
+f0()
+"""
+
+
+def test_a_launch_that_fails_alike_at_both_ends_names_its_error_and_the_command_as_suspect(tiny, tmp_path):
+    """mlx-lm given a wrong --model path: a 22-line traceback, then its deprecation line at exit.
+    The report named the deprecation line as the error (the log's tail had lost the traceback's
+    header) and ended "the break is older than the range". The error is the exception, and a
+    known-good commit that fails the same way points at the launch command or the host."""
+    repo, good = tiny
+    script = tmp_path / "srv.py"
+    script.write_text(FAILS_TO_LOAD)
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--launch", f"exec python3 {script} --port {{port}}",
+        "--served-model", "m", "--launch-timeout", "30", "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
+    v = json.loads(proc.stdout)
+    error = "FileNotFoundError: [Errno 2] No such file or directory: '/no/such/model/config.json'"
+    assert v["status"] == "inconclusive" and all(b["failure"].startswith(error) for b in v["broken"]), v["broken"]
+    assert f"it fails as HEAD does ({error}): the launch command or the host's environment" in v["summary"]
+    history = next(h for h in v["hypotheses"] if h["category"] == "history")
+    assert "the launch command or the host's environment is the likely cause" in history["reason"], history
+
+
+BINDS = r"""import socket, sys
+
+port = int(sys.argv[sys.argv.index("--port") + 1])
+socket.socket().bind(("127.0.0.1", port))
+"""
+
+
+def test_a_launch_command_that_binds_a_port_of_its_own_is_told_so(tiny, tmp_path):
+    """`SLEUTH_PORT={port} ... --port 18600` with 18600 taken: every launch clashed and the report
+    said "every port it got was taken ... log tail:" and nothing after. Its first line now gives
+    the log's error and the port the command binds itself."""
+    import socket
+
+    repo, good = tiny
+    script = tmp_path / "srv.py"
+    script.write_text(BINDS)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        launch = f"SLEUTH_PORT={{port}} exec python3 {script} --port {busy}"
+        proc = sleuth_in_process(
+            "hunt", "--repo", repo, "--good", good, "--launch", launch, "--served-model", "m",
+            "--launch-timeout", "30", "--db", tmp_path / "r.db", "--json",
+        )  # fmt: skip
+    v = json.loads(proc.stdout)
+    said = v["summary"].splitlines()[0]
+    assert "every port it got was taken (the log: OSError: [Errno 98] Address already in use" in said, said
+    assert said.endswith(f"the launch command binds `--port {busy}` itself: use {{port}} there"), said

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools import ports
 from tools.bench import BenchConfig, run_bench
 from tools.bisect import ProbeError
 from tools.codepath import COMMAND_TRACE_ENV, TRACE_ENV, ImportTraces, imported_modules
@@ -475,13 +476,19 @@ class Measurer:
                     raise HostBusy(f"{said}{waited}: {line[:300]}") from exc
                 if exc.clash:
                     said = f"{state.label} ({state.ref[:10]}) cannot start, every port it got was taken"
-                    raise HostBusy(f"{said}: {text}") from exc
+                    # Its first line is what a report shows: the log's own words and, where the
+                    # launch command binds a port of its own, that port (a trial's said "log tail:"
+                    # and nothing more; the port it named was taken, not the ones sleuth drew).
+                    fixed = ports.fixed_port(state.launch)
+                    hint = f"; the launch command binds `{fixed}` itself: use {{port}} there" if fixed else ""
+                    line = exc.failure or next((x.strip() for x in text.splitlines() if ports.clashed(x)), "")
+                    raise HostBusy(f"{said} (the log: {line[:200]}){hint}\n{text}") from exc
                 waited = f"{NOT_HEALTHY} {seconds(timeout)} s"
                 how = waited if "not healthy" in text else "does not start"
                 # The log's last line, where no error stands out; never a line of the import trace
                 # (a launch cut short mid-import showed "import time: 561 | 10883 | email.utils").
                 lines = [x.strip() for x in text.splitlines() if x.strip() and not _IMPORT_TRACE.match(x.strip())]
-                failure = first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
+                failure = exc.failure or first_failure(text) or (lines[-1] if len(lines) > 1 else first_line(text))
                 self.broken[key] = BrokenState(state.label, state.ref, how, failure, str(log))
                 raise self.broken[key] from exc
 

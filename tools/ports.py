@@ -90,6 +90,18 @@ def clashed(log_tail: str) -> bool:
     return bool(_CLASH.search(log_tail))
 
 
+# A port written into a launch command where ``{port}`` belongs: `--port 18600`, `--port=18600`,
+# `PORT=18600`, `-p 18600`.
+_FIXED = re.compile(r"(?:--port[= ]|\bPORT=|(?<!\S)-p )(\d{2,5})\b")
+
+
+def fixed_port(command: str) -> str | None:
+    """The port a launch command binds itself (``--port 18600``), where a launch's every port
+    clashing points: each launch sleuth made got a free port, and the server ignored it."""
+    m = _FIXED.search(command)
+    return m.group(0).strip() if m else None
+
+
 def _lock_dir() -> Path:
     """Shared by every user's launches on this machine: world-writable and sticky, like /tmp. Its
     empty lock files stay (one per port ever drawn, so at most the ports below the ephemeral

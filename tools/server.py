@@ -23,16 +23,20 @@ from pydantic import BaseModel, ConfigDict
 
 from tools import ports
 from tools.host import Host, HostError, LocalHost
-from tools.serverlog import ServerLog, parse_log
+from tools.serverlog import ServerLog, first_failure, parse_log
 
 
 class ServerError(RuntimeError):
     """The server exited or never became healthy; the message carries the log's tail.
     ``clash``: it failed because its port was taken, not because of what it runs."""
 
-    def __init__(self, message: str, clash: bool = False) -> None:
+    def __init__(self, message: str, clash: bool = False, failure: str | None = None) -> None:
         super().__init__(message)
         self.clash = clash
+        # The log's first error, read from the whole log (``first_failure``): the message keeps
+        # only its tail, where a deep traceback has lost its header (mlx-lm's 22-line one left
+        # "Calling `python -m mlx_lm.server...` directly is deprecated" as the reason).
+        self.failure = failure
 
 
 def misspelt_placeholder(template: str, known: tuple[str, ...]) -> str | None:
@@ -256,6 +260,9 @@ def _launch_on(
         server.stop()
         if not isinstance(exc, TimeoutError | ServerError | HostError):
             raise  # interrupted: the server is stopped, the interruption goes on
-        tail = "\n".join(server.log_text().splitlines()[-15:]) or "(empty log)"
-        raise ServerError(f"{exc}: `{command}` on {host.name}; log tail:\n{tail}", ports.clashed(tail)) from exc
+        text = server.log_text()
+        tail = "\n".join(text.splitlines()[-15:]) or "(empty log)"
+        raise ServerError(
+            f"{exc}: `{command}` on {host.name}; log tail:\n{tail}", ports.clashed(tail), first_failure(text)
+        ) from exc
     return server

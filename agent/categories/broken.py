@@ -17,6 +17,8 @@ that broke it with the question "does it serve?", which one probe per state answ
 
 from __future__ import annotations
 
+import re
+
 from agent.experiments import conflicts_said
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis
@@ -75,7 +77,8 @@ def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
         h.status = {True: "supported", False: "refuted", None: "inconclusive"}[ok]
         h.reason = {
             True: f"{(h.subject or '')[:10]} serves; HEAD does not ({hunt.head_broken})",
-            False: f"{(h.subject or '')[:10]} does not serve either: the break is older than the range",
+            False: f"{(h.subject or '')[:10]} does not serve either: "
+            + (_alike_said(hunt) or "the break is older than the range"),
             None: f"{(h.subject or '')[:10]} could not be built",
         }[ok]
     else:  # hardware, environment, config: not what a crash on a request is about
@@ -94,6 +97,28 @@ def _localize_patches(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> None:
         cleared, suspects = (half, rest) if ok else (rest, half)
         for x in cleared:
             x.status, x.reason = "refuted", f"HEAD plus [{', '.join(paths)}] " + ("serves" if ok else "does not serve")
+
+
+def _failure_of(entry: dict) -> str:
+    """A state's failure without what differs from commit to commit for one and the same error:
+    its scratch worktree's path and the line it was raised at."""
+    said = re.sub(r"\S*sleuth-wt-[^/\s]+/", "", entry.get("failure") or "")
+    return re.sub(r" \([\w.]+:\d+\)$", "", said).strip()
+
+
+def _alike_said(hunt: Hunt) -> str:
+    """Where the known-good commit fails as HEAD does, with the same error, the launch command or
+    the host is the first suspect, not a commit (a trial's wrong --model path failed both ends
+    with one HFValidationError and read "the break is older than the range"). "" otherwise."""
+    failures = {_failure_of(b) for b in hunt.broken if not b["how"].startswith(NOT_HEALTHY)}
+    if len(hunt.broken) < 2 or len(failures) != 1 or not next(iter(failures)):
+        return ""
+    logs = [b["log"] for b in hunt.broken if b.get("log")]
+    where = f" (the log: {logs[-1]})" if logs else ""
+    return (
+        f"it fails as HEAD does ({next(iter(failures))[:200]}): the launch command or the host's environment "
+        f"is the likely cause, not a commit{where}"
+    )
 
 
 def _timeout_said(hunt: Hunt) -> str:
@@ -119,8 +144,8 @@ def localize(hunt: Hunt, rt: Runtime, subject_of) -> None:
         return
     if history is None:
         hunt.status = "inconclusive"
-        hunt.root_summary = (
-            f"HEAD does not serve ({hunt.head_broken}); no known-good state serves either" + _timeout_said(hunt)
+        hunt.root_summary = f"HEAD does not serve ({hunt.head_broken}); no known-good state serves either" + (
+            f"; {alike}" if (alike := _alike_said(hunt)) else _timeout_said(hunt)
         )
         return
     good, head = rt.resolve(hunt, history.subject or ""), rt.resolve(hunt, "HEAD")
