@@ -32,7 +32,7 @@ from agent.experiments import fmt, fresh_ab, freshness
 from agent.multiple import fraction, the_drop
 from agent.policy import get_policy
 from agent.report import verdict, write_report
-from agent.runtime import BudgetExhausted, RecordedError, Runtime
+from agent.runtime import RESUMED, BudgetExhausted, RecordedError, Runtime, time_paused
 from agent.state import INPUT_FIELDS, Hunt
 from tools.bisect import ProbeError
 from tools.host import HostError
@@ -117,6 +117,12 @@ class Hunter:
         that advances a run takes it first."""
         if run_id not in self.leases:
             self.leases[run_id] = RunLease(self.run_dir(run_id), run_id).acquire()
+
+    def elapsed(self, hunt: Hunt) -> float:
+        """Seconds the hunt has run, the time it lay dead between drivers left out (what its wall
+        budget counts: ``Runtime.budget_start``)."""
+        rt = self.runtimes.get(hunt.run_id)
+        return time.time() - (rt.budget_start(hunt) if rt is not None else hunt.started_at)
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -420,7 +426,9 @@ class Hunter:
                 self.runtime(hunt).reclaim()  # the dead driver's servers and worktrees, before anything else
             except HostError as exc:  # the host still does not answer: the run waits, as it did
                 raise self._host_lost(run_id, exc) from exc
-        self.store.event(run_id, "note", "resumed from the last checkpoint", {"phase": "resume"})
+        self.store.event(run_id, "note", RESUMED, {"phase": "resume"})
+        if run_id in self.runtimes:  # made before this note (to reclaim): the pause it ends counts too
+            self.runtimes[run_id].paused_s = time_paused(self.store.events(run_id))
         self.store.update_run(run_id, status="running")  # an interrupted run's row says so until now
         return self._drive(run_id, None)
 

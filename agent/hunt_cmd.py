@@ -8,7 +8,7 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -84,6 +84,17 @@ def llm_options(
         bad_input(str(exc))
 
 
+class _Ticking:
+    """A line drawn anew at each refresh of the live panel (four a second), so its clock moves
+    between a hunt's steps: a minute-long launch read as a hang with the time standing still."""
+
+    def __init__(self, draw: Callable[[], Text]) -> None:
+        self.draw = draw
+
+    def __rich__(self) -> Text:
+        return self.draw()
+
+
 class LiveView:
     """A Rich live panel in a terminal: run, phase, current hypothesis, probes, measurements so
     far. In a pipe or a log (``trail``), each step the hunt says is one line on stderr instead, so a
@@ -93,6 +104,9 @@ class LiveView:
         self.live = Live(console=console, refresh_per_second=4, transient=False) if enabled else None
         self.trail = trail and not enabled
         self.last = ""
+        # Seconds the hunt has run (``Hunter.elapsed``: a resumed run's time lying dead left out; a
+        # trial's resume said "[ 341.6s] measuring now" four seconds in). Set by the command.
+        self.clock: Callable[[Hunt], float] = lambda hunt: time.time() - hunt.started_at
 
     def __enter__(self) -> LiveView:
         if self.live:
@@ -106,16 +120,13 @@ class LiveView:
     def update(self, hunt: Hunt, text: str) -> None:
         self.last = text
         if self.trail:
-            line = f"[{time.time() - hunt.started_at:6.1f}s] {text}"
+            line = f"[{self.clock(hunt):6.1f}s] {text}"
             console.print(escape(line), highlight=False, soft_wrap=True)  # "h1 [hardware]" is text
         if self.live is None:
             return
         current = next((h for h in hunt.hypotheses if h.status == "open"), None)
-        head = Text(
-            f"run {hunt.run_id}  {hunt.phase}  probes {hunt.probes}/{hunt.budget.max_probes}  "
-            f"{time.time() - hunt.started_at:5.1f}s",
-            style="bold",
-        )
+        said = f"run {hunt.run_id}  {hunt.phase}  probes {hunt.probes}/{hunt.budget.max_probes}"
+        head = _Ticking(lambda: Text(f"{said}  {self.clock(hunt):5.1f}s", style="bold"))
         hyp = Text(f"hypothesis: {current.id} [{current.category}] {current.statement}" if current else "")
         t = Table(show_header=True, header_style="dim", box=None)
         for col in ("state", "ref", hunt.target.metric, "n"):
@@ -631,6 +642,7 @@ def resume(
         bad_input(f"--db: {db}: no run store here")
     view = LiveView(not json_out and console.is_terminal, trail=not json_out)
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
+    view.clock = hunter.elapsed
     try:
         try:
             hunter.current(run_id)

@@ -14,6 +14,7 @@ every finished sample. Budgets are enforced here: a probe (a state not measured 
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import time
 from collections.abc import Callable
@@ -167,6 +168,15 @@ class Runtime:
         self._after_approval_deadline: float | None = None
         self.scratch: list[str] = []  # directories made on the host (package overlays), removed at close
         self._hunt: Hunt | None = None  # the hunt of the call under way (``observe``)
+        # The time the run lay dead between its drivers (killed, then resumed): not the hunt's to
+        # spend, so the wall budget and the clock a person reads leave it out (a hunt resumed the
+        # next morning had its whole budget spent overnight).
+        self.paused_s = time_paused(store.events(hunt.run_id)) if isinstance(store, Store) else 0.0  # not a replay's
+
+    def budget_start(self, hunt: Hunt) -> float:
+        """When the hunt's wall budget began, as if it had never lain dead: its start, moved on
+        by the time between a dead driver's last step and the resume."""
+        return hunt.started_at + self.paused_s
 
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
@@ -291,7 +301,8 @@ class Runtime:
             if self._llm is None:
                 self._llm = LLM(cfg)
             try:  # no longer than the hunt's wall-time budget allows, as a probe
-                return self._llm.chat(messages, tools, deadline=hunt.started_at + hunt.budget.max_wall_s).model_dump()
+                end = self.budget_start(hunt) + hunt.budget.max_wall_s
+                return self._llm.chat(messages, tools, deadline=end).model_dump()
             except LLMDeadline as exc:
                 raise Deadline(str(exc)) from None
 
@@ -350,7 +361,8 @@ class Runtime:
         a model's shell could be said to have made)."""
 
         def live() -> dict:
-            left = None if hunt.phase in AFTER_APPROVAL else hunt.started_at + hunt.budget.max_wall_s - time.time()
+            end = self.budget_start(hunt) + hunt.budget.max_wall_s
+            left = None if hunt.phase in AFTER_APPROVAL else end - time.time()
             # The hunt's wall budget bounds these waits too (an overlay unpacked for minutes must not
             # carry it past --max-wall); the next check_wall then ends the hunt.
             res = self.host.run(cmd, timeout=timeout if left is None else min(timeout, max(1.0, left)))
@@ -450,7 +462,7 @@ class Runtime:
         (hours later, perhaps) has a budget of its own (see ``_arm``)."""
         if hunt.phase in AFTER_APPROVAL:
             return
-        elapsed = self.observe(hunt, "clock", {}, lambda: round(time.time() - hunt.started_at, 3))
+        elapsed = self.observe(hunt, "clock", {}, lambda: round(time.time() - self.budget_start(hunt), 3))
         if elapsed > hunt.budget.max_wall_s:
             raise BudgetExhausted(f"wall-time budget of {seconds(hunt.budget.max_wall_s)} s exhausted")
 
@@ -462,7 +474,7 @@ class Runtime:
                 self._after_approval_deadline = time.time() + hunt.budget.max_wall_s
             m.deadline = self._after_approval_deadline
         else:
-            m.deadline = hunt.started_at + hunt.budget.max_wall_s
+            m.deadline = self.budget_start(hunt) + hunt.budget.max_wall_s
 
     def _costed(self, hunt: Hunt, fn: Callable[[], dict], sampled: list[tuple[str, State]] = ()) -> dict:
         """Run a live measurement with the deadline armed. What it cost travels with its answer
@@ -823,3 +835,16 @@ class Runtime:
             self.ctx.close()  # warm servers stopped, their worktrees removed
         if "host" in self.__dict__:
             self.host.close()
+
+
+RESUMED = "resumed from the last checkpoint"  # the note a resume writes (``Hunter.continue_run``)
+
+
+def time_paused(events: list[dict]) -> float:
+    """Seconds a run lay dead: for each resume, the time from the event before it (the dead
+    driver's last step) to the resume."""
+    return sum(
+        max(0.0, e["t"] - before["t"])
+        for before, e in itertools.pairwise(events)
+        if e["kind"] == "note" and e["text"] == RESUMED
+    )

@@ -119,3 +119,29 @@ def test_an_unconfirmed_candidate_with_a_small_step_of_its_own_is_not_named_when
     ), v["summary"]
     strong = verdict(_stop_in_a_node(tmp_path / "s", _candidate_with_step(tmp_path, 0.9)))
     assert strong["root_cause"]["ref"] == f"{3:040x}" and strong["root_cause"]["evidence"] == "likely"
+
+
+def test_the_time_a_run_lay_dead_between_drivers_is_not_spent_from_its_wall_budget(tmp_path):
+    """A hunt killed 30 s in and resumed eight hours later had spent its 600 s budget overnight:
+    the budget counted from the hunt's start. The time from the dead driver's last step to the
+    resume is left out, for the wall budget and the clock a person reads."""
+    import time
+
+    import pytest
+
+    from agent.runtime import RESUMED, Runtime
+    from agent.state import Budget
+    from transcripts.store import Store
+
+    now = time.time()
+    hunt = Hunt(run_id="r", target=Target(repo=str(tmp_path)), budget=Budget(max_wall_s=600), started_at=now - 8 * 3600)
+    store = Store(tmp_path / "r.db")
+    try:
+        store.start_run("r")
+        store.event("r", "note", "measuring now", t=hunt.started_at + 30)  # then a SIGKILL
+        store.event("r", "note", RESUMED, {"phase": "resume"}, t=now - 10)  # the next morning
+        rt = Runtime(hunt, tmp_path / "runs" / "r", store=store)
+        assert rt.budget_start(hunt) == pytest.approx(now - 40, abs=0.01)
+        rt.check_wall(hunt)  # 40 s of the 600 spent: goes on (it raised "wall-time budget of 600 s exhausted")
+    finally:
+        store.close()
