@@ -9,6 +9,7 @@ confirmation's outcome on the hunt.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 
@@ -379,6 +380,33 @@ def record_outcome(hunt: Hunt, rt: Runtime, ok: bool, text: str, evidence: list[
     hunt.confirmation = {"ok": ok, "text": text, **extra, "evidence": evidence}
     rt.say(hunt, "confirm", ("confirmed: " if ok else "NOT confirmed: ") + text)
     return ok
+
+
+# Words a launch's last command may start with before its program: a variable set for it, or a
+# runner that takes the program after it.
+_RUNNERS = {"exec", "env", "nohup", "setsid", "time"}
+_PYTHON = re.compile(r"python[0-9.]*$")
+
+
+def launch_python(hunt: Hunt) -> str:
+    """The Python the launch runs its server with, where its last command names one
+    (``PYTHONPATH={worktree} exec ~/venv/bin/python -m mlx_lm.server``), else ``python3`` (after
+    the setup part, e.g. a venv activated): what the package snapshot and a package's old
+    versions must be read and unpacked with. A trial's snapshot read the host's python3, which
+    had neither of the server's packages, and said "no evidence of a package change"."""
+    last = hunt.target.launch.split(" && ")[-1]
+    try:
+        words = shlex.split(last)
+    except ValueError:
+        return "python3"
+    for word in words:
+        if re.fullmatch(r"[A-Za-z_]\w*=.*", word) or word in _RUNNERS:
+            continue
+        if _PYTHON.match(word.rsplit("/", 1)[-1]) and "{" not in word:
+            # As the launch wrote it where a shell expands it (``~/venv``, ``$HOME/venv``).
+            return word if re.fullmatch(r"[\w@%+=:,./~$-]+", word) else shlex.quote(word)
+        break
+    return "python3"
 
 
 def setup_prefix(hunt: Hunt) -> str:

@@ -168,3 +168,33 @@ def test_a_moved_pin_the_environment_did_not_follow_is_not_then_said_never_to_ha
     _v, said = _hunt_a_fresh_clone_of_2021(tmp_path, monkeypatch, before, after)
     assert "pins moved that the environment does not follow: usedpkg 1.0 -> 2.0" in said[0], said
     assert "no moved pin the environment followed" in said[-1] and "no pin moved" not in said[-1], said
+
+
+def test_the_package_snapshot_reads_the_python_the_launch_runs(tmp_path):
+    """mlx-lm launched as `PYTHONPATH={worktree} exec ~/venv/bin/python -m mlx_lm.server`: the
+    snapshot ran the host's python3, which had neither mlx nor transformers, and the hunt said "no
+    evidence of a package change". It runs the interpreter the launch's last command names (a
+    setup part's venv, or python3, where it names none)."""
+    from agent.experiments import launch_python, setup_prefix
+    from agent.state import Hunt, Target
+    from tools.packages import snapshot_command
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "onlyhere-1.0.dist-info").mkdir()
+    (site / "onlyhere-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: onlyhere\nVersion: 1.0\n")
+
+    def hunt(launch: str) -> Hunt:
+        return Hunt(run_id="r", target=Target(repo=str(tmp_path), launch=launch))
+
+    served = hunt(f"cd {{worktree}} && PYTHONPATH={{worktree}} exec {venv}/bin/python -m srv --port {{port}}")
+    assert launch_python(served) == f"{venv}/bin/python"
+    out = subprocess.run(
+        snapshot_command(setup_prefix(served), launch_python(served)), shell=True, capture_output=True, text=True,
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["dists"]["onlyhere"]["version"] == "1.0"
+    assert launch_python(hunt(". env.sh && exec {worktree}/scripts/launch_server.sh --port {port}")) == "python3"
+    assert launch_python(hunt("env A=1 nohup ~/v/bin/python3.11 srv.py {port}")) == "~/v/bin/python3.11"

@@ -121,8 +121,8 @@ def workload_dists(modules: set[str], provides: dict[str, list[str]], requires: 
     return found
 
 
-def snapshot_command(setup_prefix: str) -> str:
-    return f"{setup_prefix}python3 -c {shlex.quote(SNAPSHOT_PY)}"
+def snapshot_command(setup_prefix: str, python: str = "python3") -> str:
+    return f"{setup_prefix}{python} -c {shlex.quote(SNAPSHOT_PY)}"
 
 
 def diff(reference: dict[str, str], now: dict[str, str], source: str) -> list[Change]:
@@ -191,11 +191,11 @@ def installed_since(installed_at: dict[str, float | None], versions: dict[str, s
 
 # pip, run with the launch's setup before it (so the host's own index configuration applies):
 # the wheels of the given requirements, no dependencies, into a scratch directory.
-DOWNLOAD = "python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q -d"
+DOWNLOAD = "-m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q -d"
 
 
-def download_command(setup_prefix: str, dest: str, specs: list[str]) -> str:
-    return f"{setup_prefix}{DOWNLOAD} {shlex.quote(dest)} " + " ".join(shlex.quote(x) for x in specs)
+def download_command(setup_prefix: str, dest: str, specs: list[str], python: str = "python3") -> str:
+    return f"{setup_prefix}{python} {DOWNLOAD} {shlex.quote(dest)} " + " ".join(shlex.quote(x) for x in specs)
 
 
 def wheel_version(filename: str, name: str) -> str | None:

@@ -53,7 +53,8 @@ NAME = CATEGORY
 def snapshot(hunt: Hunt, rt: Runtime) -> None:
     """What the launch's Python has installed now, on the hunt and in the store (the reference of
     a later hunt when this one measures good)."""
-    res = rt.shell(hunt, snapshot_command(experiments.setup_prefix(hunt)), timeout=120, name="package_snapshot")
+    cmd = snapshot_command(experiments.setup_prefix(hunt), experiments.launch_python(hunt))
+    res = rt.shell(hunt, cmd, timeout=120, name="package_snapshot")
     got = (last_json(res["stdout"]) or {}) if res["exit_code"] == 0 else {}
     hunt.packages = {
         "dists": {k: v["version"] for k, v in got.get("dists", {}).items()},
@@ -293,7 +294,8 @@ def overlay(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> tuple[str | Non
         if got is None:
             return None, why
         wheels += got
-    cmd = f"{experiments.setup_prefix(hunt)}python3 -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
+    python = experiments.launch_python(hunt)
+    cmd = f"{experiments.setup_prefix(hunt)}{python} -c {shlex.quote(OVERLAY_PY)} {shlex.quote(dest)} "
     res = rt.shell(hunt, cmd + shlex.quote(json.dumps(wheels)), timeout=300)
     if res["exit_code"] != 0:
         return None, f"unpacking the wheels failed: {res['stderr'].strip()[-200:]}"
@@ -308,7 +310,8 @@ def _download(hunt: Hunt, rt: Runtime, missing: list[Change], dest: str) -> tupl
     where = f"in {hunt.target.wheelhouse}" if hunt.target.wheelhouse else "no --wheelhouse"
     rt.scratch.append(dest)
     specs = [c.pin for c in missing]
-    cmd = download_command(experiments.setup_prefix(hunt), dest, specs) + f" && ls -1 {shlex.quote(dest)}"
+    cmd = download_command(experiments.setup_prefix(hunt), dest, specs, experiments.launch_python(hunt))
+    cmd += f" && ls -1 {shlex.quote(dest)}"
     res = rt.shell(hunt, cmd, timeout=600, name="pip_download")
     if res["exit_code"] != 0:
         err = (res["stderr"].strip().splitlines() or ["exit " + str(res["exit_code"])])[-1][:200]
