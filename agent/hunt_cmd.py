@@ -630,6 +630,19 @@ def reject(
     _resume(run_id, Decision(approved=False, reason=reason), db, json_out)
 
 
+def _go_on_said(hunt: Hunt) -> str:
+    """What continues a hunt a budget stopped (a resume does not: its end is recorded): a new
+    hunt with more budget, from the range its bisection had narrowed to where it had one (a
+    trial's resume of a 150 s hunt that had narrowed 39 commits to 2 said only "has ended")."""
+    error = hunt.error or ""
+    if "budget" not in error:
+        return ""
+    said = f": {error.split(';')[0]}; a new hunt with a larger budget goes on"
+    if m := re.search(r"narrowed \d+ commits to (\d+) \((\w+)(?:\^\.\.\w+)?\)", error):
+        said += f" (--good {m.group(2)}^ searches only the {m.group(1)} commit(s) it narrowed to)"
+    return said
+
+
 @app.command("resume")
 def resume(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
@@ -654,7 +667,7 @@ def resume(
             bad_input(f"RUN: run '{run_id}' is awaiting approval: use sleuth approve/reject")
         stuck = str((hunter.store.run(run_id) or {}).get("error") or "").startswith("store:")
         if hunt.status != "running" and not stuck:
-            bad_input(f"RUN: run '{run_id}' has ended ({hunt.status})")
+            bad_input(f"RUN: run '{run_id}' has ended ({hunt.status}){_go_on_said(hunt)}")
         with view, graceful_signals(), store_guard(hunter, run_id, run_command("resume", run_id, db)):
             # An end the store could not record (the graph had finished): record it now.
             result = hunter.continue_run(run_id) if hunt.status == "running" else hunter.record_ended(run_id)

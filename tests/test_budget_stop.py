@@ -145,3 +145,36 @@ def test_the_time_a_run_lay_dead_between_drivers_is_not_spent_from_its_wall_budg
         rt.check_wall(hunt)  # 40 s of the 600 spent: goes on (it raised "wall-time budget of 600 s exhausted")
     finally:
         store.close()
+
+
+def test_resuming_a_hunt_a_budget_stopped_says_what_goes_on_from_there(tmp_path):
+    """A trial resumed a hunt its 150 s budget had stopped after narrowing 39 commits to 2, and was
+    told only "has ended (inconclusive)". The refusal names the budget and that a new hunt goes on
+    (live: which probe the budget stops at moves with noise)."""
+    from tests.conftest import hunt_bench, sleuth_in_process
+    from tests.worlds import _reland
+
+    repo, good, _reland_sha = _reland(tmp_path)  # the world `reland_narrowed` hunts, stopped as it is
+    db = tmp_path / "r.db"
+    v = hunt_bench(repo, good, db, "--max-probes", "4")
+    assert v["status"] == "inconclusive", (v["status"], v["error"])
+    proc = sleuth_in_process("resume", v["run_id"], "--db", db)
+    said = proc.stderr.strip()
+    assert proc.returncode == 2 and said.startswith(f"error: RUN: run '{v['run_id']}' has ended (inconclusive): "), said
+    assert "probe budget of 4 exhausted; a new hunt with a larger budget goes on" in said, said
+
+
+def test_the_range_a_stopped_bisection_narrowed_to_is_where_a_new_hunt_starts(tmp_path):
+    """The recorded stop (world `reland_narrowed`): "--good A^" of the range it had narrowed to."""
+    import json
+    import re
+
+    from agent.hunt_cmd import _go_on_said
+    from tests.worlds import load
+
+    verdict = json.loads(load("reland_narrowed", tmp_path / "r.db")["run"]["verdict"])
+    hunt = Hunt(run_id="r", target=Target(repo="/r"), error=verdict["error"], status="inconclusive")
+    m = re.search(r"narrowed \d+ commits to (\d+) \((\w+)\^", verdict["error"])
+    assert m, verdict["error"]
+    assert _go_on_said(hunt).endswith(f"(--good {m.group(2)}^ searches only the {m.group(1)} commit(s) it narrowed to)")
+    assert _go_on_said(Hunt(run_id="r", target=Target(repo="/r"), error="store: disk full")) == ""
