@@ -638,7 +638,9 @@ def _go_on_said(hunt: Hunt) -> str:
     if "budget" not in error:
         return ""
     said = f": {error.split(';')[0]}; a new hunt with a larger budget goes on"
-    if m := re.search(r"narrowed \d+ commits to (\d+) \((\w+)(?:\^\.\.\w+)?\)", error):
+    # Not where a commit of that range was reverted later: the cause at HEAD may lie outside it.
+    m = re.search(r"narrowed \d+ commits to (\d+) \((\w+)(?:\^\.\.\w+)?\)", error)
+    if m and "outside this range" not in error:
         said += f" (--good {m.group(2)}^ searches only the {m.group(1)} commit(s) it narrowed to)"
     return said
 

@@ -165,16 +165,22 @@ def test_resuming_a_hunt_a_budget_stopped_says_what_goes_on_from_there(tmp_path)
 
 
 def test_the_range_a_stopped_bisection_narrowed_to_is_where_a_new_hunt_starts(tmp_path):
-    """The recorded stop (world `reland_narrowed`): "--good A^" of the range it had narrowed to."""
+    """The trial's stop: "--good A^" of the range it had narrowed to. Not where a commit of that
+    range was reverted later (the recorded world `reland_narrowed`): the cause at HEAD may lie
+    outside it, as its stop says."""
     import json
-    import re
 
     from agent.hunt_cmd import _go_on_said
     from tests.worlds import load
 
-    verdict = json.loads(load("reland_narrowed", tmp_path / "r.db")["run"]["verdict"])
-    hunt = Hunt(run_id="r", target=Target(repo="/r"), error=verdict["error"], status="inconclusive")
-    m = re.search(r"narrowed \d+ commits to (\d+) \((\w+)\^", verdict["error"])
-    assert m, verdict["error"]
-    assert _go_on_said(hunt).endswith(f"(--good {m.group(2)}^ searches only the {m.group(1)} commit(s) it narrowed to)")
-    assert _go_on_said(Hunt(run_id="r", target=Target(repo="/r"), error="store: disk full")) == ""
+    def said(error: str) -> str:
+        return _go_on_said(Hunt(run_id="r", target=Target(repo="/r"), error=error, status="inconclusive"))
+
+    trial = "wall-time budget of 150 s exhausted; the bisection had narrowed 39 commits to 2 (64574e19b8^..103877ea3e)"
+    assert said(trial) == (
+        ": wall-time budget of 150 s exhausted; a new hunt with a larger budget goes on "
+        "(--good 64574e19b8^ searches only the 2 commit(s) it narrowed to)"
+    )
+    relanded = json.loads(load("reland_narrowed", tmp_path / "r.db")["run"]["verdict"])["error"]
+    assert "outside this range" in relanded and said(relanded).endswith("a new hunt with a larger budget goes on")
+    assert said("store: disk full") == ""
