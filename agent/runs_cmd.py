@@ -207,6 +207,7 @@ def show(
         f"# run {run_id}",
         "",
         f"status {run.get('status')} - {run.get('root_summary') or ''}",
+        *_action_lines(run),
         "",
         "## Hypotheses",
         "",
@@ -226,6 +227,29 @@ def show(
         print(text, end="")
     else:
         out.print(RichMarkdown(text))
+
+
+def _action_lines(run: dict) -> list[str]:
+    """The proposal and what a person decided (the help promised approvals, and `show` had none):
+    the action and its status, the reason given, and an approved fix's re-measurement."""
+    try:
+        verdict = json.loads(run.get("verdict") or "null") or {}
+    except ValueError:
+        return []
+    action, after = verdict.get("proposed_action") or {}, verdict.get("after") or {}
+    if not action or action.get("kind") in (None, "none"):
+        return []
+    branch = f" on `{action['branch']}`" if action.get("branch") else ""
+    lines = ["", "## Proposed action", "", f"- {action.get('detail') or action['kind']}: **{action_of(run)}**{branch}"]
+    if action.get("reason"):
+        lines.append(f"- reason: {action['reason']}")
+    if after.get("median") is not None and after.get("before_median") is not None:
+        lines.append(
+            f"- re-measured: HEAD {after['before_median']:.4g} vs the fix {after['median']:.4g} "
+            f"({after.get('delta_pct', 0):+.1f}%, p={after.get('p_value') or 0:.2g}): "
+            f"{after.get('recovered_pct_of_drop')}% of the drop recovered"
+        )
+    return lines
 
 
 @app.command("search")

@@ -147,3 +147,16 @@ def test_sleuth_runs_says_where_a_person_stands_on_each_proposal(tmp_path):
     }, said
     rows = json.loads(sleuth_in_process("runs", "--db", db, "--json").stdout)
     assert {r["id"]: r["action"] for r in rows} == said
+
+
+def test_sleuth_show_says_the_proposal_the_decision_and_the_fix_re_measured(tmp_path):
+    """`show`'s help promised approvals and its page had none: the proposed action, its status,
+    the reason a person gave and the approved fix's fresh A/B, from the verdict."""
+    from tests.conftest import sleuth_in_process
+
+    got = load("approved", tmp_path / "r.db")
+    after = json.loads(got["run"]["verdict"])["after"]
+    text = sleuth_in_process("show", got["run"]["id"], "--db", tmp_path / "r.db").stdout
+    section = text.split("## Proposed action", 1)[1].split("## Hypotheses", 1)[0]
+    assert "**revert applied** on `sleuth/revert-" in section and "- reason: approved" in section, section
+    assert f"- re-measured: HEAD {after['before_median']:.4g} vs the fix {after['median']:.4g}" in section, section
