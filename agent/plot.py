@@ -120,9 +120,10 @@ def _bisection_panel(ax, hunt: Hunt) -> None:
     if rest:  # the commits without a label: a rug along the axis, as dense as the history is
         ax.plot(rest, [0.0] * len(rest), "|", color=SAMPLE, markersize=6, transform=ax.get_xaxis_transform())
     ax.set_xlim(-0.6, len(commits) - 0.4)
-    unlabelled = f"; {len(rest)} more as ticks on the axis" if rest else ""
+    said = ["grey: pruned, no executed file"] if pruned & set(commits) else []  # a key to nothing read as one
+    said += [f"{len(rest)} more as ticks on the axis"] if rest else []
     n = len(commits) - 1
-    ax.set_xlabel(f"{n} commits of the range, in history order (grey: pruned, no executed file{unlabelled})")
+    ax.set_xlabel(f"{n} commits of the range, in history order" + (f" ({'; '.join(said)})" if said else ""))
     ax.set_ylabel(_axis_label(hunt))
     ax.set_title("bisection", fontsize=9, loc="left")
     handles, names = ax.get_legend_handles_labels()

@@ -63,6 +63,13 @@ def test_the_bisection_panel_shows_the_range_in_history_order_with_the_culprit_m
     assert labels == ["HEAD", "HEAD+revert", "after the\napproved fix"]
 
 
+def test_the_axis_keys_grey_only_where_a_commit_was_pruned():
+    """A trial's plot said "grey: pruned" where nothing was: a key to nothing read as one."""
+    assert "grey: pruned" in figure(_hunt()).axes[0].get_xlabel()
+    unpruned = _hunt().model_copy(update={"pruned": []})
+    assert figure(unpruned).axes[0].get_xlabel() == "5 commits of the range, in history order"
+
+
 def test_a_lower_is_better_metric_says_so_and_a_hunt_without_bisection_shows_its_states():
     h = _hunt(higher_is_better=False).model_copy(update={"bisected": [], "confirmation": {}, "after": {}})
     fig = figure(h)
