@@ -199,6 +199,11 @@ def test_a_service_killed_during_an_approval_is_finished_by_the_next_one_with_on
     assert worktrees(res.repo) == 1, subprocess.run(
         ["git", "-C", str(res.repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
     ).stdout
+    # No server left registered, none left running: CI's run of this test left the killed
+    # approval's re-measure server up (and its worktree), holding the lab host's GPUs for good.
+    from transcripts.store import layout
+
+    assert list(layout(db).servers.glob("*.json")) == []
 
 
 def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_sent_again(world, tmp_path):

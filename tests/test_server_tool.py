@@ -102,3 +102,37 @@ def test_a_server_the_host_could_not_be_asked_to_stop_stays_registered_and_the_n
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_server_still_registered_to_this_process_is_stopped_when_its_measurer_closes(tmp_path):
+    """A service killed mid-hunt (its hunt told by the kernel to stop) left the hunt's server
+    running, holding every GPU of the node until the next service started: the hunt's bookkeeping
+    had lost it, its registration had not. Closing the measurer stops what this process still has
+    registered; a server another live process owns is left alone."""
+    import os
+
+    from tools.git import CliGit
+    from tools.measure import Measurer
+    from tools.server import reap
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    registry = tmp_path / "servers"
+    registry.mkdir()
+    mine, theirs = (subprocess.Popen(["sleep", "300"], start_new_session=True) for _ in range(2))
+    other_owner = subprocess.Popen(["sleep", "300"])  # another hunt, alive
+    try:
+        for proc, owner in ((mine, os.getpid()), (theirs, other_owner.pid)):
+            (registry / f"{proc.pid}.json").write_text(
+                json.dumps({"pid": proc.pid, "owner": owner, "host": "localhost"})
+            )
+        assert reap(registry, LocalHost()) == []  # at a start: both owners alive, both in use
+        Measurer(LocalHost(), CliGit(repo), tmp_path / "logs", pid_dir=registry).close()
+        mine.wait(timeout=30)
+        assert group_gone(mine.pid) and not (registry / f"{mine.pid}.json").exists()
+        assert theirs.poll() is None and (registry / f"{theirs.pid}.json").exists()
+    finally:
+        for proc in (mine, theirs, other_owner):
+            if proc.poll() is None:
+                proc.kill()

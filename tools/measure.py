@@ -679,10 +679,12 @@ class Measurer:
                     self._retire(key)
                 except HostError:
                     self._warm.pop(key, None)
-            # A dead driver's worktree that appeared after this one opened (its process was still
-            # leaving when the run was handed over): found by CI, one scratch worktree too many
-            # after a service killed mid-approval and the next one finishing it.
+            # A server still registered to this process (its bookkeeping lost it: CI's and a trial's
+            # service killed mid-approval or mid-hunt left one holding every GPU), then a dead
+            # driver's worktree that appeared after this one opened (its process was still leaving
+            # when the run was handed over: one scratch worktree too many).
             with suppress(HostError):
+                reap(self.pid_dir, self.host, own=True)
                 self.git.remove_stale_worktrees()
 
     def _retire(self, key: str) -> None:

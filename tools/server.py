@@ -124,8 +124,10 @@ class Server(BaseModel):
         self.stop()
 
 
-def reap(pid_dir: Path, host: Host) -> list[int]:
-    """Kill servers registered in ``pid_dir`` whose owning process is gone (killed mid-probe)."""
+def reap(pid_dir: Path, host: Host, own: bool = False) -> list[int]:
+    """Kill servers registered in ``pid_dir`` whose owning process is gone (killed mid-probe);
+    ``own``: this process's too, on its way out (what it still has registered, it no longer knows
+    of: a service killed mid-hunt left its hunt's server holding the GPUs until the next start)."""
     killed = []
     for f in sorted(pid_dir.glob("*.json")) if pid_dir.is_dir() else []:
         try:
@@ -134,7 +136,8 @@ def reap(pid_dir: Path, host: Host) -> list[int]:
             continue
         if info.get("host") != host.name:
             continue
-        if _pid_alive(int(info["owner"])):
+        owner = int(info["owner"])
+        if _pid_alive(owner) and not (own and owner == os.getpid()):
             continue
         Server(command="", host=host, port=0, local_port=0, log_path="", pid=int(info["pid"]), pid_file=f).stop(1.0)
         killed.append(int(info["pid"]))
