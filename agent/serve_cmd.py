@@ -55,6 +55,7 @@ def serve(
         bad_input(f"--bind: {bind}: {why} (another process listens there: give another port)")
     store_path = db_path(db or (Path(cfg.db) if cfg.db else None))
     store_path.parent.mkdir(parents=True, exist_ok=True)
+    _one_service(store_path)
     loopback = is_loopback(host)
     if not cfg.bearer():
         console.print("no token configured (config 'token' or SLEUTH_TOKEN): alerts and approvals are refused")
@@ -74,6 +75,26 @@ def serve(
     finally:
         signal.signal(signal.SIGTERM, previous)
         queue.stop()
+
+
+def _one_service(store_path: Path) -> None:
+    """One service a store, held for the life of this process (``transcripts.lease``: the kernel
+    lets go when it exits, however it exits). A second service on the same store had started
+    silently, marked the first's running job `adopted` and taken its queued one: two hunts at once
+    under ``concurrency = 1`` (trial 15)."""
+    from transcripts.lease import RunBusy, RunLease, describe
+    from transcripts.store import layout
+
+    try:
+        _SERVICE.append(RunLease(layout(store_path).serve, "the service").acquire())
+    except RunBusy as exc:
+        bad_input(
+            f"--db: {store_path}: another sleuth serve serves this store ({describe(exc.holder)}); "
+            "one service a store: stop it, or give this one another --db"
+        )
+
+
+_SERVICE: list = []  # the lease this process holds on its store's service, kept until it exits
 
 
 def _in_use(host: str, port: int) -> str | None:

@@ -246,3 +246,27 @@ def test_a_service_killed_as_an_alert_arrives_loses_nothing_once_the_alert_is_se
     assert worktrees(res.repo) == 1, subprocess.run(
         ["git", "-C", str(res.repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
     ).stdout
+
+
+def test_a_second_service_on_the_same_store_is_refused_naming_the_first(tmp_path):
+    """A second `sleuth serve` on a store another one serves started silently, marked the first's
+    running job `adopted` and took its queued one: two hunts at once under concurrency = 1 (trial
+    15). It is refused in one line naming the first, exit 2, and the first goes on serving; once
+    the first has stopped, a service starts there again."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (tmp_path / "targets.toml").write_text(CONFIG.format(token=TOKEN, repo=repo))
+    db = tmp_path / "store" / "runs.db"
+    first = Serve(tmp_path, db)
+    try:
+        where = ["--bind", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "targets.toml"), "--db", str(db)]
+        second = subprocess.run([sleuth_exe(), "serve", *where], capture_output=True, text=True, timeout=120)
+        said = second.stderr.strip()
+        assert second.returncode == 2 and said.startswith(
+            f"error: --db: {db}: another sleuth serve serves this store (pid {first.proc.pid} "
+        ), said
+        assert len(said.splitlines()) == 1 and httpx.get(f"{first.url}/health").status_code == 200
+    finally:
+        first.stop()
+    again = Serve(tmp_path, db)  # the first has stopped: its hold went with it
+    again.stop()
