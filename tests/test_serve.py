@@ -130,6 +130,26 @@ def test_a_firing_alert_queues_a_hunt_and_a_repeat_joins_it(service):
     assert alert["labels"]["metric"] == "output_tok_per_s"
 
 
+def test_a_repeat_of_an_alert_whose_hunt_awaits_a_decision_joins_that_run(service):
+    """Alertmanager sends a firing alert again every repeat_interval: each repeat after the hunt
+    had ended started a whole new hunt of the same regression, and a trial's repository held six
+    runs awaiting approval for one culprit. While the last hunt awaits a person, a repeat joins
+    it; once decided, a repeat is hunted again (the fix may not have reached the node)."""
+    first = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+    (job,) = service.queue._jobs("run_id = ?", [first["run_id"]])
+    service.queue._update_job(job["id"], status="done")  # the hunt ran, and now waits for a person
+    store = Store(service.db)
+    try:
+        store.start_run(first["run_id"], status="awaiting_approval")
+        again = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+        assert again["action"] == "joined" and again["run_id"] == first["run_id"], again
+        store.update_run(first["run_id"], status="concluded")  # approved or rejected
+        later = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+        assert later["action"] == "queued" and later["run_id"] != first["run_id"], later
+    finally:
+        store.close()
+
+
 def test_a_resolved_alert_is_recorded_and_starts_nothing(service):
     resolved = {**FIRING, "status": "resolved", "alerts": [{**FIRING["alerts"][0], "status": "resolved"}]}
     r = httpx.post(f"{service.url}/alerts/alertmanager", json=resolved, headers=AUTH)

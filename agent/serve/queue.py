@@ -108,6 +108,15 @@ class HuntQueue:
             latest[j["run_id"]] = j
         return [j for j in latest.values() if j["run_id"] not in known]
 
+    def _awaiting(self, fingerprint: str) -> str | None:
+        """The run of this alert's last hunt, where it still waits for a person's decision, else
+        None. Alertmanager sends a firing alert again every ``repeat_interval``: each repeat had
+        started a whole new hunt of the same regression (an hour of a node's time), and a trial's
+        seed repository held six runs awaiting approval for one culprit."""
+        hunts = self._jobs("kind = 'hunt' and fingerprint = ?", [fingerprint])
+        run = self.store.run(hunts[-1]["run_id"]) if hunts else None
+        return run["id"] if run is not None and run.get("status") == "awaiting_approval" else None
+
     # -- alerts in ---------------------------------------------------------------------------------
     def take(self, alert: Alert, source: str) -> dict:
         """Record an alert and act on it: a firing one starts a hunt (or joins the hunt already
@@ -137,8 +146,11 @@ class HuntQueue:
         else:
             # A hunt, or its resumption after a restart: either way the run that alert is being hunted in.
             active = self._jobs(f"kind in ('hunt', 'resume') and fingerprint = ? and status in {ACTIVE}", [fp])
+            waiting = self._awaiting(fp)
             if active:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
+            elif waiting:  # hunted already, and a person has yet to decide: the same regression
+                out["action"], out["run_id"] = "joined", waiting
             else:
                 run_id = new_run_id()
                 alert_file = self.work / f"alert-{run_id}.json"
