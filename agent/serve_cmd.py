@@ -59,6 +59,7 @@ def serve(
     loopback = is_loopback(host)
     if not cfg.bearer():
         console.print("no token configured (config 'token' or SLEUTH_TOKEN): alerts and approvals are refused")
+    _log_to_stderr()
     queue = HuntQueue(cfg, store_path)
     web = create_app(cfg, store_path, queue, loopback=loopback)
     server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", access_log=False))
@@ -75,6 +76,19 @@ def serve(
     finally:
         signal.signal(signal.SIGTERM, previous)
         queue.stop()
+
+
+def _log_to_stderr() -> None:
+    """The queue's lines (``agent.serve.queue.log``) on stderr, stamped, one an event."""
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+    logger = logging.getLogger("sleuth.serve")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def _one_service(store_path: Path) -> None:

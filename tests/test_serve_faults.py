@@ -23,7 +23,7 @@ from evals.lab.spec import load_spec
 from tests.conftest import sleuth_exe, wait_for
 from tests.test_agent import servers_in_worktrees, worktrees
 from tests.test_eval import LOUD
-from tests.test_serve import AUTH, CONFIG, TOKEN, free_port
+from tests.test_serve import AUTH, CONFIG, FIRING, TOKEN, free_port
 from transcripts.store import Store
 
 
@@ -65,6 +65,9 @@ class Serve:
             return list(s.db["serve_jobs"].rows_where(order_by="created"))
         finally:
             s.close()
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -266,6 +269,13 @@ def test_a_second_service_on_the_same_store_is_refused_naming_the_first(tmp_path
             f"error: --db: {db}: another sleuth serve serves this store (pid {first.proc.pid} "
         ), said
         assert len(said.splitlines()) == 1 and httpx.get(f"{first.url}/health").status_code == 200
+        # What it does is in its own output (it had held only its banner): here, an alert no
+        # target matches (a typo in a target's labels leaves every alert so).
+        stray = {**FIRING, "alerts": [{**FIRING["alerts"][0], "labels": {"alertname": "Other"}}]}
+        r = httpx.post(f"{first.url}/alerts/alertmanager", json=stray, headers=AUTH)
+        assert r.json()["alerts"][0]["action"] == "unmatched"
+        fp = r.json()["alerts"][0]["fingerprint"]
+        wait_for(lambda: f"alert {fp} firing (alertmanager): unmatched" in first.output(), 30, "the service's line")
     finally:
         first.stop()
     again = Serve(tmp_path, db)  # the first has stopped: its hold went with it

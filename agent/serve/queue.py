@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -38,6 +39,9 @@ from transcripts.lease import is_driven
 from transcripts.store import Store, layout
 
 ACTIVE = ("queued", "starting", "running", "adopted")  # a job that is not over yet
+# What the service does, a line each (an alert and what came of it, each job's course): on stderr
+# when `sleuth serve` runs (``serve_cmd``); its output had held only its banner (trial 15).
+log = logging.getLogger("sleuth.serve")
 
 
 DIE_WITH_PARENT = "SLEUTH_DIE_WITH_PARENT"  # set to the parent's pid: SIGTERM when it dies (agent.cli)
@@ -87,6 +91,7 @@ class HuntQueue:
         row = {"id": uuid.uuid4().hex[:12], "created": time.time(), "status": "queued", **row}
         with self.lock, self.store.transaction() as db:
             db["serve_jobs"].insert(row, pk="id", alter=True)
+        log.info("job %s %s %s: queued", row["id"], row["kind"], row.get("run_id"))
         with self.wake:
             self.wake.notify_all()
         return row
@@ -94,6 +99,13 @@ class HuntQueue:
     def _update_job(self, job_id: str, **fields) -> None:
         with self.lock, self.store.transaction() as db:
             db["serve_jobs"].update(job_id, fields, alter=True)
+            job = db["serve_jobs"].get(job_id)
+        if "status" in fields:  # every job's course, in the service's own output
+            said = [f"pid {fields['pid']}"] if fields.get("pid") else []
+            said += [f"exit {fields['exit_code']}"] if fields.get("exit_code") is not None else []
+            said += [str(fields["error"])[:300]] if fields.get("error") else []
+            extra = f" ({'; '.join(said)})" if said else ""
+            log.info("job %s %s %s: %s%s", job_id, job["kind"], job.get("run_id"), fields["status"], extra)
 
     def job_for_run(self, run_id: str) -> dict | None:
         jobs = self._jobs("run_id = ?", [run_id])
@@ -160,6 +172,10 @@ class HuntQueue:
                 self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
                 out["action"], out["run_id"] = "queued", run_id
         row["action"], row["run_id"] = out["action"], out["run_id"]
+        log.info(
+            "alert %s %s (%s): %s%s", fp, alert.status, source, out["action"],
+            f" {out['run_id']} on target {row['target']}" if out["run_id"] else "",
+        )  # fmt: skip
         with self.lock, self.store.transaction() as db:
             db["serve_alerts"].insert(row, alter=True)
         return out
