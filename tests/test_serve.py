@@ -213,6 +213,20 @@ def test_approving_a_run_that_is_not_waiting_is_a_conflict(service):
     assert r.status_code in (409, 422)
 
 
+def test_an_approval_while_a_rejection_is_queued_is_a_conflict_not_dropped(service):
+    """It answered 202 with the rejection's job in its body, and the approval was dropped without a
+    word (trial 15). The same decision twice still gets the one job."""
+    s = Store(service.db)
+    s.start_run("r1", status="awaiting_approval")
+    s.close()
+    first = httpx.post(f"{service.url}/runs/r1/reject", json={"reason": "not now"}, headers=AUTH)
+    assert first.status_code == 202, first.text
+    again = httpx.post(f"{service.url}/runs/r1/reject", json={"reason": "not now"}, headers=AUTH)
+    assert again.status_code == 202 and again.json()["job"]["id"] == first.json()["job"]["id"]
+    r = httpx.post(f"{service.url}/runs/r1/approve", json={"reason": "ok"}, headers=AUTH)
+    assert r.status_code == 409 and r.json()["detail"] == "run 'r1' has a reject queued already (not now)", r.text
+
+
 def test_a_restarted_service_continues_what_the_last_one_left(tmp_path):
     """Jobs the last service left 'running' come back: a hunt that never got a run row starts
     again, a hunt whose run checkpointed is resumed, an approval whose run still waits is redone."""

@@ -195,6 +195,9 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         if row["status"] != "awaiting_approval":
             raise HTTPException(409, f"run '{run_id}' is not awaiting approval ({row['status']})")
         job = queue.decide(run_id, approved, body.reason or ("approved" if approved else "rejected"), body.branch)
+        if job["kind"] != ("approve" if approved else "reject"):  # the other decision came first
+            # It answered 202 with the other job, and this one was dropped without a word (trial 15).
+            raise HTTPException(409, f"run '{run_id}' has a {job['kind']} queued already ({job.get('reason') or ''})")
         return JSONResponse({"run_id": run_id, "job": job}, status_code=202)
 
     @app.post("/runs/{run_id}/approve", dependencies=[Depends(mutation)])
