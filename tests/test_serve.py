@@ -159,6 +159,18 @@ def test_a_resolved_alert_is_recorded_and_starts_nothing(service):
     assert [(a["status"], a["action"]) for a in rows] == [("resolved", "recorded")]
 
 
+def test_a_resolution_is_recorded_beside_the_hunt_its_firing_started(service):
+    """The hunt goes on (a regression that flaps is still one), and the resolution names its run:
+    it said run_id null, and nothing tied the two."""
+    resolved = {**FIRING, "status": "resolved", "alerts": [{**FIRING["alerts"][0], "status": "resolved"}]}
+    first = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+    r = httpx.post(f"{service.url}/alerts/alertmanager", json=resolved, headers=AUTH).json()["alerts"][0]
+    assert r["action"] == "recorded" and r["run_id"] == first["run_id"], r
+    assert [(x["id"], x["status"]) for x in httpx.get(f"{service.url}/runs").json()["runs"]] == [
+        (first["run_id"], "queued")
+    ]
+
+
 def test_an_alert_no_target_matches_is_answered_unmatched(service):
     plain = {"labels": {"alertname": "DiskFull"}, "annotations": {"summary": "disk"}}
     r = httpx.post(f"{service.url}/alerts", json=plain, headers=AUTH)

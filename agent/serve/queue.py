@@ -152,7 +152,10 @@ class HuntQueue:
         }
         out: dict = {"fingerprint": fp, "status": alert.status, "target": row["target"], "run_id": None}
         if alert.status == "resolved":
-            out["action"] = "recorded"
+            # Recorded beside the hunt its firing started, where there is one (it said run_id null,
+            # and nothing tied the resolution to the hunt still queued or running for it).
+            hunts = self._jobs("kind in ('hunt', 'resume') and fingerprint = ?", [fp])
+            out["action"], out["run_id"] = "recorded", hunts[-1]["run_id"] if hunts else None
         elif target is None:
             out["action"] = "unmatched"
         else:
