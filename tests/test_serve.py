@@ -159,6 +159,19 @@ def test_a_resolved_alert_is_recorded_and_starts_nothing(service):
     assert [(a["status"], a["action"]) for a in rows] == [("resolved", "recorded")]
 
 
+def test_an_alert_with_nothing_to_launch_is_refused_on_arrival(tmp_path):
+    """A target with no `launch` and an alert without annotations.launch_command: it was queued,
+    and its hunt job failed later with "annotations.launch_command missing" naming a file the
+    service wrote. The answer says so, and no hunt is queued."""
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo=tmp_path / "repo")) as s:
+        bare = {**FIRING, "alerts": [{**FIRING["alerts"][0], "annotations": {"summary": "slower"}}]}
+        bare["commonAnnotations"] = {}
+        r = httpx.post(f"{s.url}/alerts/alertmanager", json=bare, headers=AUTH).json()["alerts"][0]
+        assert r["action"] == "refused" and r["run_id"] is None, r
+        assert r["error"].startswith("target 'minisglang' names no `launch` and the alert no annotations."), r
+        assert httpx.get(f"{s.url}/runs").json()["runs"] == []
+
+
 def test_a_resolution_is_recorded_beside_the_hunt_its_firing_started(service):
     """The hunt goes on (a regression that flaps is still one), and the resolution names its run:
     it said run_id null, and nothing tied the two."""
@@ -307,7 +320,7 @@ def test_a_restarted_service_continues_what_the_last_one_left(tmp_path):
 def test_the_queue_runs_each_job_as_a_process_with_the_targets_options(tmp_path):
     """The job's process is real (a stand-in for sleuth that records its argv); at most
     ``concurrency`` at a time; its exit code lands on the job."""
-    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo"))
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA)
     recorder = tmp_path / "argv.json"
     stand_in = [sys.executable, "-c", f"import json, sys; open({str(recorder)!r}, 'w').write(json.dumps(sys.argv[1:]))"]
     q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in)
@@ -336,7 +349,7 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
     the node's GPUs) for ever: at its target's wall budget plus the grace to clean up it is sent
     SIGTERM (then SIGKILL), the job fails saying so, and the alert queued behind it runs."""
     (tmp_path / "t.toml").write_text(
-        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1")
+        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1") + TARGET_EXTRA
     )
     marker, done = tmp_path / "first", tmp_path / "second"
     # the first job ignores SIGTERM and hangs; the second records that it ran
@@ -369,7 +382,7 @@ def test_an_adopted_job_whose_driver_outlives_its_budget_is_given_up_not_watched
     """A restarted service watches a hunt the last one left running; when that driver is still
     there far past its budget, the job fails naming its pid (not this service's process to kill)."""
     (tmp_path / "t.toml").write_text(
-        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1")
+        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1") + TARGET_EXTRA
     )
     db = tmp_path / "runs.db"
     run_dir = layout(db).runs / "r-left"
@@ -427,7 +440,7 @@ sys.exit(1)
 
 
 def _store_down_queue(tmp_path, heals_at: int) -> tuple[HuntQueue, Path]:
-    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo"))
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA)
     calls = tmp_path / "calls.txt"
     stand_in = [sys.executable, "-c", STORE_DOWN.format(calls=str(calls), heals_at=heals_at)]
     return HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in, store_retry_s=0.3), calls
@@ -477,7 +490,7 @@ def test_a_hunt_that_cannot_start_shows_as_failed_with_its_reason(tmp_path):
         "-c",
         "import sys; print('error: --repo: /nowhere is not a git repository'); sys.exit(2)",
     ]
-    with Service(tmp_path, CONFIG.format(token=TOKEN, repo="/nowhere"), command=refuses) as s:
+    with Service(tmp_path, CONFIG.format(token=TOKEN, repo="/nowhere") + TARGET_EXTRA, command=refuses) as s:
         run_id = httpx.post(f"{s.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]["run_id"]
         s.queue.start()
         deadline = time.monotonic() + 30

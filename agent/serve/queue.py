@@ -166,18 +166,26 @@ class HuntQueue:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
             elif waiting:  # hunted already, and a person has yet to decide: the same regression
                 out["action"], out["run_id"] = "joined", waiting
+            elif "launch_command" not in (annotations := target.complete(alert.labels, alert.annotations)[1]):
+                # Nothing to launch: said now, not by a hunt job that fails later naming a file.
+                out["action"] = "refused"
+                out["error"] = (
+                    f"target '{target.name}' names no `launch` and the alert no annotations.launch_command: "
+                    "give the target a launch"
+                )
             else:
                 run_id = new_run_id()
                 alert_file = self.work / f"alert-{run_id}.json"
-                labels, annotations = target.complete(alert.labels, alert.annotations)
+                labels = target.complete(alert.labels, alert.annotations)[0]
                 full = alert.model_copy(update={"labels": labels, "annotations": annotations})
                 alert_file.write_text(json.dumps(full.model_dump(), indent=2))
                 self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
                 out["action"], out["run_id"] = "queued", run_id
         row["action"], row["run_id"] = out["action"], out["run_id"]
         log.info(
-            "alert %s %s (%s): %s%s", fp, alert.status, source, out["action"],
+            "alert %s %s (%s): %s%s%s", fp, alert.status, source, out["action"],
             f" {out['run_id']} on target {row['target']}" if out["run_id"] else "",
+            f": {out['error']}" if out.get("error") else "",
         )  # fmt: skip
         with self.lock, self.store.transaction() as db:
             db["serve_alerts"].insert(row, alter=True)
