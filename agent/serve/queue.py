@@ -161,12 +161,12 @@ class HuntQueue:
         else:
             # A hunt, or its resumption after a restart: either way the run that alert is being hunted in.
             active = self._jobs(f"kind in ('hunt', 'resume') and fingerprint = ? and status in {ACTIVE}", [fp])
-            waiting = self._awaiting(fp)
+            labels, annotations = target.complete(alert.labels, alert.annotations)
             if active:
                 out["action"], out["run_id"] = "joined", active[-1]["run_id"]
-            elif waiting:  # hunted already, and a person has yet to decide: the same regression
+            elif waiting := self._awaiting(fp):  # hunted already, a person yet to decide: the same regression
                 out["action"], out["run_id"] = "joined", waiting
-            elif "launch_command" not in (annotations := target.complete(alert.labels, alert.annotations)[1]):
+            elif "launch_command" not in annotations:
                 # Nothing to launch: said now, not by a hunt job that fails later naming a file.
                 out["action"] = "refused"
                 out["error"] = (
@@ -176,7 +176,6 @@ class HuntQueue:
             else:
                 run_id = new_run_id()
                 alert_file = self.work / f"alert-{run_id}.json"
-                labels = target.complete(alert.labels, alert.annotations)[0]
                 full = alert.model_copy(update={"labels": labels, "annotations": annotations})
                 alert_file.write_text(json.dumps(full.model_dump(), indent=2))
                 self._put_job(kind="hunt", run_id=run_id, fingerprint=fp, target=target.name, alert=str(alert_file))
