@@ -13,6 +13,7 @@ from rich.table import Table
 
 from agent.cli import app, bad_input, db_path, out, print_json
 from agent.grouped import for_screen, group_hypotheses
+from agent.verdict import action_of
 from tools.text import fenced
 from transcripts.store import Store
 
@@ -25,20 +26,6 @@ def _open(db: Path | None) -> Store:
 
 def _when(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
-
-
-def action_of(row: dict) -> str:
-    """What a run proposed and where a person stands on it, in two words ("revert approved",
-    "restore rejected", "revert pending"; "investigate": nothing to approve), from its verdict:
-    the run's status says "concluded" for an approved and a rejected run alike."""
-    try:
-        action = (json.loads(row.get("verdict") or "null") or {}).get("proposed_action") or {}
-    except (TypeError, ValueError, AttributeError):
-        return ""
-    kind, status = action.get("kind") or "", action.get("status") or ""
-    if kind in ("", "none") or kind == "investigate":
-        return kind if kind != "none" else ""
-    return f"{kind} {status}".strip()
 
 
 @app.command("runs")

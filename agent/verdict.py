@@ -10,6 +10,7 @@ grow by design (the regression's numbers, the drop's shape) stay open objects.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -132,3 +133,17 @@ class Verdict(BaseModel):
     )
     policy: str = Field(description="methodical, bisect-only or llm")
     llm: dict[str, Any] | None = Field(description="the LLM policy's model, turns and tokens; null otherwise")
+
+
+def action_of(row: dict) -> str:
+    """What a run proposed and where a person stands on it, in two words ("revert approved",
+    "restore rejected", "revert pending"; "investigate": nothing to approve), from its verdict:
+    the run's status says "concluded" for an approved and a rejected run alike."""
+    try:
+        action = (json.loads(row.get("verdict") or "null") or {}).get("proposed_action") or {}
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    kind, status = action.get("kind") or "", action.get("status") or ""
+    if kind in ("", "none") or kind == "investigate":
+        return kind if kind != "none" else ""
+    return f"{kind} {status}".strip()

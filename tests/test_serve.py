@@ -238,6 +238,19 @@ def test_approving_a_run_that_is_not_waiting_is_a_conflict(service):
     assert r.status_code in (409, 422)
 
 
+def test_the_list_of_runs_says_what_a_person_decided(service):
+    """Approved and rejected runs both read "concluded" in the list (trial 15): a decision column,
+    in the JSON and on the page, from each run's verdict."""
+    s = Store(service.db)
+    verdict = {"proposed_action": {"kind": "revert", "status": "rejected", "reason": "not now"}}
+    s.start_run("r1", status="concluded", verdict=json.dumps(verdict))
+    s.close()
+    (row,) = httpx.get(f"{service.url}/runs").json()["runs"]
+    assert row["status"] == "concluded" and row["action"] == "revert rejected", row
+    page = httpx.get(f"{service.url}/runs", headers={"Accept": "text/html"}).text
+    assert "<th>decision</th>" in page and "<td>revert rejected</td>" in page
+
+
 def test_an_approval_while_a_rejection_is_queued_is_a_conflict_not_dropped(service):
     """It answered 202 with the rejection's job in its body, and the approval was dropped without a
     word (trial 15). The same decision twice still gets the one job."""

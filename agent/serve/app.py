@@ -28,6 +28,7 @@ from agent.serve import pages
 from agent.serve.config import ServeConfig
 from agent.serve.payloads import Alert, AlertmanagerPayload
 from agent.serve.queue import HuntQueue
+from agent.verdict import action_of
 from transcripts.store import Store, layout
 
 
@@ -138,6 +139,7 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
                         "probes",
                     )
                 }
+                | {"action": action_of(r)}  # what a person decided: the status says "concluded" either way
                 for r in s.runs(limit=200)
             ]
         finally:
