@@ -314,12 +314,10 @@ def test_a_state_that_does_not_start_is_broken_with_the_logs_reason(lab):
 
     scen, _ann, workload, m = lab
     broken = State(label="broken", ref=scen.good_sha, launch="echo 'ValueError: no such model'; exit 1")
-    before = m.cost.launches
     with pytest.raises(BrokenState, match="does not start: ValueError: no such model") as err:
         m.measure(broken, workload, 2)
     assert isinstance(err.value, ProbeError) and err.value.log  # bisection skips it; the log is kept
     calls = m.cost.launches
-    assert calls == before + 1  # a launch that failed was paid for: the Cost counts it
     with pytest.raises(BrokenState):  # known broken: not launched again in this run
         m.measure(broken, workload, 2)
     assert m.cost.launches == calls

@@ -459,9 +459,8 @@ class Measurer:
                 busy = bool(_NO_CAPACITY.search(text))
                 if busy:  # a try refused for the GPUs is part of the wait for them
                     self.cost = self.cost.plus(Cost(busy_wait_s=time.monotonic() - up))
-                else:  # a launch that failed was paid for (a trial's report: "0 launches" beside two)
+                else:
                     self._add_device(time.monotonic() - up)
-                    self.cost = self.cost.plus(Cost(launches=1))
                 if self._at_deadline():
                     raise Deadline(f"the wall-time budget ran out while {state.label} was starting") from exc
                 if busy:
