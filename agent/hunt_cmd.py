@@ -151,6 +151,20 @@ def graceful_signals():
         signal.signal(signal.SIGTERM, old)
 
 
+@contextlib.contextmanager
+def shielded_cleanup():
+    """The way out (servers stopped, worktrees removed, the run's lease let go) is not cut short by
+    a SIGTERM or Ctrl-C arriving during it: outside ``graceful_signals`` SIGTERM's default ends
+    the process at once. A service stopped just after its approval job recorded the run's end
+    killed that job in its cleanup, and left the re-measurement's worktree behind (CI, twice)."""
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def target_from_alert(path: Path, repo: str | None) -> Target:
     try:
         ann, labels = read_alert(path)
@@ -210,7 +224,8 @@ def run_hunt(
             if result.status == "awaiting_approval" and yes:
                 result = hunter.resume(hunt.run_id, Decision(approved=True, reason="--yes"))
     finally:
-        hunter.close()
+        with shielded_cleanup():
+            hunter.close()
     run_dir = layout(db).runs / hunt.run_id
     write_report(result, run_dir, approve_hint)
     finish(result, run_dir, json_out, approve_hint)
@@ -569,7 +584,8 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
             # killed while it landed the revert): the decision is asked again, the run finished.
             result = hunter.continue_run(run_id) if recorded else hunter.resume(run_id, decision)
     finally:
-        hunter.close()
+        with shielded_cleanup():
+            hunter.close()
     run_dir = layout(db).runs / run_id
     write_report(result, run_dir)
     finish(result, run_dir, json_out)
@@ -674,7 +690,8 @@ def resume(
             # An end the store could not record (the graph had finished): record it now.
             result = hunter.continue_run(run_id) if hunt.status == "running" else hunter.record_ended(run_id)
     finally:
-        hunter.close()
+        with shielded_cleanup():
+            hunter.close()
     run_dir = layout(db).runs / run_id
     hint = run_command("approve", run_id, db)
     write_report(result, run_dir, hint)
