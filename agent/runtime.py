@@ -178,6 +178,10 @@ class Runtime:
         by the time between a dead driver's last step and the resume."""
         return hunt.started_at + self.paused_s
 
+    def wall_deadline(self, hunt: Hunt) -> float:
+        """The time (``time.time()``) the hunt's wall budget runs out."""
+        return self.budget_start(hunt) + hunt.budget.max_wall_s
+
     # -- the world, opened on first live use -----------------------------------------------------
     @cached_property
     def host(self) -> Host:
@@ -301,8 +305,7 @@ class Runtime:
             if self._llm is None:
                 self._llm = LLM(cfg)
             try:  # no longer than the hunt's wall-time budget allows, as a probe
-                end = self.budget_start(hunt) + hunt.budget.max_wall_s
-                return self._llm.chat(messages, tools, deadline=end).model_dump()
+                return self._llm.chat(messages, tools, deadline=self.wall_deadline(hunt)).model_dump()
             except LLMDeadline as exc:
                 raise Deadline(str(exc)) from None
 
@@ -361,8 +364,7 @@ class Runtime:
         a model's shell could be said to have made)."""
 
         def live() -> dict:
-            end = self.budget_start(hunt) + hunt.budget.max_wall_s
-            left = None if hunt.phase in AFTER_APPROVAL else end - time.time()
+            left = None if hunt.phase in AFTER_APPROVAL else self.wall_deadline(hunt) - time.time()
             # The hunt's wall budget bounds these waits too (an overlay unpacked for minutes must not
             # carry it past --max-wall); the next check_wall then ends the hunt.
             res = self.host.run(cmd, timeout=timeout if left is None else min(timeout, max(1.0, left)))
@@ -474,7 +476,7 @@ class Runtime:
                 self._after_approval_deadline = time.time() + hunt.budget.max_wall_s
             m.deadline = self._after_approval_deadline
         else:
-            m.deadline = self.budget_start(hunt) + hunt.budget.max_wall_s
+            m.deadline = self.wall_deadline(hunt)
 
     def _costed(self, hunt: Hunt, fn: Callable[[], dict], sampled: list[tuple[str, State]] = ()) -> dict:
         """Run a live measurement with the deadline armed. What it cost travels with its answer

@@ -144,6 +144,6 @@ def action_of(row: dict) -> str:
     except (TypeError, ValueError, AttributeError):
         return ""
     kind, status = action.get("kind") or "", action.get("status") or ""
-    if kind in ("", "none") or kind == "investigate":
-        return kind if kind != "none" else ""
-    return f"{kind} {status}".strip()
+    if kind in ("", "none"):
+        return ""
+    return kind if kind == "investigate" else f"{kind} {status}".strip()

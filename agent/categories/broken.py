@@ -18,11 +18,13 @@ that broke it with the question "does it serve?", which one probe per state answ
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from agent.experiments import conflicts_said
 from agent.runtime import Runtime
 from agent.state import Hunt, Hypothesis
 from tools.bisect import ProbeError, bisect_broken
+from tools.git import WORKTREE_PREFIX
 from tools.measure import NOT_HEALTHY, BrokenState
 from tools.text import seconds
 
@@ -102,7 +104,7 @@ def _localize_patches(hunt: Hunt, rt: Runtime, group: list[Hypothesis]) -> None:
 def _failure_of(entry: dict) -> str:
     """A state's failure without what differs from commit to commit for one and the same error:
     its scratch worktree's path and the line it was raised at."""
-    said = re.sub(r"\S*sleuth-wt-[^/\s]+/", "", entry.get("failure") or "")
+    said = re.sub(rf"\S*{re.escape(Path(WORKTREE_PREFIX).name)}[^/\s]+/", "", entry.get("failure") or "")
     return re.sub(r" \([\w.]+:\d+\)$", "", said).strip()
 
 

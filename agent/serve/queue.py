@@ -99,8 +99,8 @@ class HuntQueue:
     def _update_job(self, job_id: str, **fields) -> None:
         with self.lock, self.store.transaction() as db:
             db["serve_jobs"].update(job_id, fields, alter=True)
-            job = db["serve_jobs"].get(job_id)
-        if "status" in fields:  # every job's course, in the service's own output
+            job = db["serve_jobs"].get(job_id) if "status" in fields else None
+        if job is not None:  # every job's course, in the service's own output
             said = [f"pid {fields['pid']}"] if fields.get("pid") else []
             said += [f"exit {fields['exit_code']}"] if fields.get("exit_code") is not None else []
             said += [str(fields["error"])[:300]] if fields.get("error") else []
