@@ -121,6 +121,34 @@ def test_a_worktree_interrupted_while_git_was_adding_it_is_still_removed(seed_sc
     assert not Path(wt).exists() and _worktree_count(seed_scenario.repo) == 1
 
 
+def test_a_worktree_whose_removal_a_signal_cut_short_is_removed_when_the_measurer_closes(seed_scenario, tmp_path):
+    # Found in CI: the service killed mid-hunt, the hunt's SIGTERM landed while it was removing a
+    # retired state's worktree; the exit stack had already let go of it, and it stayed listed
+    # after the hunt had gone.
+    from contextlib import ExitStack
+
+    from tools.host import LocalHost
+    from tools.measure import Measurer
+
+    g = LocalGit(seed_scenario.repo)
+    measurer = Measurer(LocalHost(), g, tmp_path / "logs", pid_dir=tmp_path / "servers")
+    stack = ExitStack()
+    wt = stack.enter_context(g.worktree("HEAD"))
+    drop = g._drop_worktree
+
+    def interrupted(path: str) -> None:
+        g._drop_worktree = drop  # the signal lands once
+        raise KeyboardInterrupt("signal 15")
+
+    g._drop_worktree = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        stack.close()
+    stack.close()  # closing it again does nothing: its callbacks are gone
+    assert Path(wt).exists()
+    measurer.close()
+    assert not Path(wt).exists() and _worktree_count(seed_scenario.repo) == 1
+
+
 def test_a_locked_worktree_of_a_killed_process_is_removed_by_the_next_start(seed_scenario):
     dead = subprocess.Popen(["true"])
     dead.wait()

@@ -196,6 +196,9 @@ class CliGit:
         self.path = str(path)
         self.host = host or LocalHost()
         self.timeout = timeout
+        # Scratch worktrees this object made and has not yet removed: a signal landing while one
+        # is removed cuts its ``finally`` short, and ``drop_own_worktrees`` finishes the job.
+        self.scratch: set[str] = set()
         top = self.host.run(["git", "-C", self.path, "rev-parse", "--show-toplevel"], timeout=timeout)
         if not top.ok:
             raise GitError(f"{self.path} is not a git repository (on {self.host.name})")
@@ -467,6 +470,7 @@ class CliGit:
         # The owner's pid is in the name, so a later start can tell a worktree left by a killed
         # process (see ``remove_stale_worktrees``) from one in use.
         path = where or f"{WORKTREE_PREFIX}{os.getpid()}-{sha[:10]}-{uuid.uuid4().hex[:8]}"
+        self.scratch.add(path)  # before the add: one interrupted mid-add leaves a worktree too
         try:
             self.git("worktree", "add", "--detach", "--quiet", path, sha)
             yield path
@@ -476,8 +480,21 @@ class CliGit:
             # the garbage collector, was a second traceback): the next start there removes it
             # (``remove_stale_worktrees``).
             with contextlib.suppress(HostError):
-                self._drop_worktree(path)
-                self.git("worktree", "prune", check=False)
+                self._drop_scratch(path)
+
+    def _drop_scratch(self, path: str) -> None:
+        self._drop_worktree(path)
+        self.git("worktree", "prune", check=False)
+        self.scratch.discard(path)
+
+    def drop_own_worktrees(self) -> list[str]:
+        """Remove the scratch worktrees this object made that are still there: their removal was
+        cut short (a SIGTERM from a dying service landed in it, and CI's killed-service test found
+        the worktree after the hunt had gone). Called on the way out, when none is in use."""
+        left = sorted(self.scratch)
+        for path in left:
+            self._drop_scratch(path)
+        return left
 
     def _drop_worktree(self, path: str) -> None:
         """Remove a scratch worktree and its files. ``--force`` twice: ``git worktree add`` locks the

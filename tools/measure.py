@@ -678,12 +678,15 @@ class Measurer:
                     self._retire(key)
                 except HostError:
                     self._warm.pop(key, None)
-            # A server still registered to this process (its bookkeeping lost it: CI's and a trial's
-            # service killed mid-approval or mid-hunt left one holding every GPU), then a dead
-            # driver's worktree that appeared after this one opened (its process was still leaving
-            # when the run was handed over: one scratch worktree too many).
+            # A signal landing while a state was retired cuts its stop short, and the exit stack
+            # has already let go of what it was undoing: a server still registered to this process
+            # (CI's and a trial's service killed mid-approval or mid-hunt left one holding every
+            # GPU) and a worktree of its own (CI: one too many after the killed service's hunt had
+            # gone). Then a dead driver's worktree that appeared after this one opened (its process
+            # was still leaving when the run was handed over).
             with suppress(HostError):
                 reap(self.pid_dir, self.host, own=True)
+                self.git.drop_own_worktrees()
                 self.git.remove_stale_worktrees()
 
     def _retire(self, key: str) -> None:
