@@ -391,6 +391,48 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
         q.stop()
 
 
+def test_a_service_stopped_cleanly_says_at_once_how_each_job_ended_and_queues_what_continues_it(tmp_path):
+    """A trial's job rows said `running` after a clean SIGTERM to the service, until the next
+    start. Now a hunt whose run had reached approval is `done`, one mid-way `interrupted` with its
+    resumption queued for the next start (which runs it as before)."""
+    (tmp_path / "t.toml").write_text(
+        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("concurrency = 1", "concurrency = 2") + TARGET_EXTRA
+    )
+    db, started = tmp_path / "runs.db", tmp_path / "started"
+    started.mkdir()
+    # each stand-in hunt records that it runs, then waits for the service's SIGTERM
+    stand_in = [sys.executable, "-c", textwrap.dedent(f"""
+        import pathlib, sys, time
+        run_id = sys.argv[sys.argv.index("--run-id") + 1]
+        pathlib.Path({str(started)!r}, run_id).touch()
+        time.sleep(600)
+    """)]  # fmt: skip
+    q = HuntQueue(load_config(tmp_path / "t.toml"), db, command=stand_in)
+    from agent.serve.payloads import Alert
+
+    ended = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
+    other = {"alertname": "ThroughputRegression", "service": "minisglang", "host": "gpu-node-2"}
+    midway = q.take(Alert(labels=other), "plain")
+    q.start()
+    try:
+        wait_for(lambda: len(list(started.iterdir())) == 2, 60, "both hunts to start")
+        q.store.start_run(ended["run_id"], status="awaiting_approval")
+        q.store.start_run(midway["run_id"], status="running")
+    finally:
+        q.stop()
+    s = Store(db)
+    try:
+        jobs = list(s.db["serve_jobs"].rows_where(order_by="created"))
+    finally:
+        s.close()
+    course = [(j["kind"], j["run_id"], j["status"]) for j in jobs]
+    assert course == [
+        ("hunt", ended["run_id"], "done"),
+        ("hunt", midway["run_id"], "interrupted"),
+        ("resume", midway["run_id"], "queued"),
+    ], course
+
+
 def test_an_adopted_job_whose_driver_outlives_its_budget_is_given_up_not_watched_for_ever(tmp_path):
     """A restarted service watches a hunt the last one left running; when that driver is still
     there far past its budget, the job fails naming its pid (not this service's process to kill)."""

@@ -236,8 +236,9 @@ class HuntQueue:
                              error=self._overran(job, budget, f"stopped (pid {proc.pid})"))  # fmt: skip
             return
         self.procs.pop(job["id"], None)
-        if self.stopping:
-            return  # interrupted by the service's own stop: the next start continues it
+        if self.stopping:  # stopped with the service: done if its run got to its end, else interrupted
+            self._settle(job, rc)  # with what continues it queued for the next start
+            return
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
         if rc in (0, 1) and self._unfinished(job, rc):  # the store went away under it (a full disk, a lock)
             self._retry(job, rc, tail[0][:500] if tail else f"exit {rc}")
@@ -333,8 +334,8 @@ class HuntQueue:
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in procs:
             _reap(proc)  # all told at once: each stops its servers in parallel
-        for t in self.threads:
-            t.join(timeout=5)
+        for t in self.threads:  # each records how its job ended before the store closes
+            t.join(timeout=30)
         self.store.close()
 
     # -- a restart ---------------------------------------------------------------------------------
@@ -365,16 +366,23 @@ class HuntQueue:
                 self.wake.wait(timeout=1.0)
         if self.stopping:
             return
-        run = self.store.run(job["run_id"])
-        if run is not None and run["status"] not in ("running", "interrupted") and job["kind"] in ("hunt", "resume"):
-            self._update_job(job["id"], status="done", ended=time.time())
-            return
-        self._continue(job)
+        self._settle(job)
 
-    def _continue(self, job: dict) -> None:
+    def _settle(self, job: dict, rc: int | None = None) -> None:
+        """A job whose process is gone (stopped with the service, or an adopted one whose driver
+        ended): done if its run got where the job takes it, else continued. Its row said
+        ``running`` after a clean stop until the next start."""
+        run = self.store.run(job["run_id"])
+        unfinished = ("running", "interrupted") if job["kind"] in ("hunt", "resume") else WAITING_DECISION
+        if run is not None and run["status"] not in unfinished:
+            self._update_job(job["id"], status="done", ended=time.time(), exit_code=rc)
+            return
+        self._continue(job, rc)
+
+    def _continue(self, job: dict, rc: int | None = None) -> None:
         """A job whose process is gone without an ending: mark it and queue what continues it."""
         run = self.store.run(job["run_id"])
-        self._update_job(job["id"], status="interrupted", ended=time.time())
+        self._update_job(job["id"], status="interrupted", ended=time.time(), exit_code=rc)
         if job["kind"] == "hunt" and run is None:
             self._put_job(kind="hunt", run_id=job["run_id"], fingerprint=job["fingerprint"],
                           target=job["target"], alert=job["alert"])  # fmt: skip
