@@ -130,6 +130,24 @@ def test_a_firing_alert_queues_a_hunt_and_a_repeat_joins_it(service):
     assert alert["labels"]["metric"] == "output_tok_per_s"
 
 
+def test_a_plain_alert_is_keyed_as_alertmanager_keys_it_so_either_way_it_is_one_alert(service):
+    """A trial posted one alert to `/alerts` and the same labels through the webhook: two keys,
+    two hunts of one regression. The key of a plain alert is Alertmanager's own fingerprint
+    (prometheus/common's test vectors), so Alertmanager's repeat of it joins its hunt."""
+    from agent.serve.payloads import labels_fingerprint
+
+    assert (
+        labels_fingerprint({"name": "garland, briggs", "fear": "love is not enough"}) == f"{5799056148416392346:016x}"
+    )
+    assert labels_fingerprint({"first-label": "first-label-value"}) == f"{5146282821936882169:016x}"
+    labels = FIRING["alerts"][0]["labels"]
+    plain = httpx.post(f"{service.url}/alerts", json={"labels": labels}, headers=AUTH).json()
+    assert plain["action"] == "queued" and plain["fingerprint"] == labels_fingerprint(labels), plain
+    as_alertmanager_sends_it = {**FIRING, "alerts": [{**FIRING["alerts"][0], "fingerprint": plain["fingerprint"]}]}
+    again = httpx.post(f"{service.url}/alerts/alertmanager", json=as_alertmanager_sends_it, headers=AUTH).json()
+    assert again["alerts"][0]["action"] == "joined" and again["alerts"][0]["run_id"] == plain["run_id"], again
+
+
 def test_a_repeat_of_an_alert_whose_hunt_awaits_a_decision_joins_that_run(service):
     """Alertmanager sends a firing alert again every repeat_interval: each repeat after the hunt
     had ended started a whole new hunt of the same regression, and a trial's repository held six
