@@ -119,6 +119,8 @@ def test_a_firing_alert_queues_a_hunt_and_a_repeat_joins_it(service):
     assert again["action"] == "joined" and again["run_id"] == first["run_id"]
     runs = httpx.get(f"{service.url}/runs").json()["runs"]
     assert [(r["id"], r["status"]) for r in runs] == [(first["run_id"], "queued")]
+    # `target` says what the run's row will say once it starts (the repo); the name, beside it
+    assert runs[0]["target"].endswith("/repo") and runs[0]["service_target"] == "minisglang", runs[0]
     one = httpx.get(f"{service.url}/runs/{first['run_id']}").json()
     assert one["status"] == "queued" and one["job"]["kind"] == "hunt"
     # The job's alert file holds the merged alert (common labels and annotations, the alert's own),
@@ -682,6 +684,8 @@ def test_an_alert_ends_with_a_person_approving_on_the_page_and_the_recovery_show
                 verdict = httpx.get(f"{url}/runs/{run_id}", headers=AUTH | {"Accept": "application/json"}).text[:4000]
                 raise AssertionError(f"the hunt did not reach approval: {verdict}") from None
             expect(page.locator("#root-cause")).to_contain_text(res.truth["root_causes"][0]["ref"])
+            row = next(r for r in httpx.get(f"{url}/runs").json()["runs"] if r["id"] == run_id)
+            assert row["target"].startswith(str(res.repo)) and row["service_target"] == "minisglang", row
             # The proposed branch name is taken (a person's own branch): that approval is refused,
             # the page says why, and the run still waits; approved again under another name.
             culprit = res.truth["root_causes"][0]["ref"]

@@ -144,19 +144,30 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
             ]
         finally:
             s.close()
+        hunts = queue.targets_of_runs()
         for r in rows:
             r["status"] = while_deciding(r["status"], queue.job_for_run(r["id"]))
+            r["service_target"] = hunts.get(r["id"])  # None: a run this service did not start
         waiting = [
             {
                 "id": j["run_id"],
                 "status": job_status(j),
-                "target": j["target"],
+                "target": where_hunted(j["target"]),
+                "service_target": j["target"],
                 "started": None,
                 "root_summary": j.get("error"),
             }
             for j in queue.runs_without_row()
         ]
         return waiting + rows
+
+    def where_hunted(name: str | None) -> str | None:
+        """A queued hunt's ``target`` as its run's row will say it (the repo, "on HOST"): it said the
+        target's name until the hunt started, and the repo from then on."""
+        t = next((x for x in config.targets if x.name == name), None)
+        if t is None:
+            return name
+        return t.repo + (f" on {t.host}" if t.host else "")
 
     @app.get("/runs", dependencies=[Depends(read)])
     def runs(request: Request):

@@ -107,6 +107,10 @@ class HuntQueue:
             extra = f" ({'; '.join(said)})" if said else ""
             log.info("job %s %s %s: %s%s", job_id, job["kind"], job.get("run_id"), fields["status"], extra)
 
+    def targets_of_runs(self) -> dict[str, str]:
+        """The target (its name in the config) each run this service hunted was hunted as."""
+        return {j["run_id"]: j["target"] for j in self._jobs("kind = 'hunt'")}
+
     def job_for_run(self, run_id: str) -> dict | None:
         jobs = self._jobs("run_id = ?", [run_id])
         return jobs[-1] if jobs else None
