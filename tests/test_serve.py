@@ -411,6 +411,49 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
         q.stop()
 
 
+def test_a_queued_hunt_cancelled_never_starts_and_the_next_firing_is_hunted_anew(service):
+    """A trial could not stop a hunt of a false alarm but by stopping the whole service."""
+    first = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+    assert httpx.post(f"{service.url}/runs/{first['run_id']}/cancel").status_code == 401  # the token, as any POST
+    r = httpx.post(f"{service.url}/runs/{first['run_id']}/cancel", headers=AUTH)
+    assert r.status_code == 202 and r.json()["job"]["status"] == "cancelled", r.text
+    runs = httpx.get(f"{service.url}/runs").json()["runs"]
+    assert [(x["id"], x["status"]) for x in runs] == [(first["run_id"], "cancelled")]
+    again = httpx.post(f"{service.url}/runs/{first['run_id']}/cancel", headers=AUTH)
+    assert again.status_code == 409 and "no queued or running hunt" in again.json()["detail"]
+    repeat = httpx.post(f"{service.url}/alerts/alertmanager", json=FIRING, headers=AUTH).json()["alerts"][0]
+    assert repeat["action"] == "queued" and repeat["run_id"] != first["run_id"], repeat
+
+
+def test_a_running_hunt_cancelled_is_stopped_and_not_continued(tmp_path):
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA)
+    started = tmp_path / "started"
+    stand_in = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(600)"]
+    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in)
+    from agent.serve.payloads import Alert
+
+    taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
+    q.start()
+    try:
+        wait_for(started.exists, 60, "the hunt to start")
+        pid = q.job_for_run(taken["run_id"])["pid"]
+        q.store.start_run(taken["run_id"], status="running")  # it had begun its run
+        assert q.cancel(taken["run_id"]) is not None
+        job = wait_for(lambda: (j := q.job_for_run(taken["run_id"]))["status"] == "cancelled" and j, 60, "the end")
+        assert job["exit_code"] == -signal.SIGTERM and job["kind"] == "hunt"
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert q.cancel(taken["run_id"]) is None  # nothing left to cancel
+    finally:
+        q.stop()
+    s = Store(tmp_path / "runs.db")
+    try:
+        kinds = [(j["kind"], j["status"]) for j in s.db["serve_jobs"].rows_where(order_by="created")]
+    finally:
+        s.close()
+    assert kinds == [("hunt", "cancelled")]  # no resumption queued, then or at the stop
+
+
 def test_a_service_stopped_cleanly_says_at_once_how_each_job_ended_and_queues_what_continues_it(tmp_path):
     """A trial's job rows said `running` after a clean SIGTERM to the service, until the next
     start. Now a hunt whose run had reached approval is `done`, one mid-way `interrupted` with its

@@ -2,6 +2,7 @@
 
     POST /alerts/alertmanager   Alertmanager webhook v4          (bearer token)
     POST /alerts                one plain alert                  (bearer token)
+    POST /runs/{id}/cancel      stop its queued or running hunt  (bearer token)
     GET  /runs                  runs, newest first (JSON; HTML for a browser)
     GET  /runs/{id}             one run (JSON; HTML for a browser), its plot at /runs/{id}/plot.png
     POST /runs/{id}/approve     queue the approved action        (bearer token)
@@ -38,8 +39,9 @@ class DecisionIn(BaseModel):
 
 
 def job_status(job: dict) -> str:
-    """A run that has no row yet, as its job tells: queued (or starting), or failed before it began."""
-    return "failed" if job["status"] == "failed" else "queued"
+    """A run that has no row yet, as its job tells: queued (or starting), failed before it began,
+    or cancelled before it began."""
+    return job["status"] if job["status"] in ("failed", "cancelled") else "queued"
 
 
 def while_deciding(status: str, job: dict | None) -> str:
@@ -222,5 +224,15 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         if not body.reason.strip():
             raise HTTPException(422, "reason: a rejection says why")
         return _decide(run_id, body, False)
+
+    @app.post("/runs/{run_id}/cancel", dependencies=[Depends(mutation)])
+    def cancel(run_id: str) -> JSONResponse:
+        """Stop a hunt a person does not want (a false alarm, the wrong target): a queued one never
+        starts, a running one stops at its last checkpoint (before, neither could be stopped but
+        by stopping the service)."""
+        job = queue.cancel(run_id)
+        if job is None:
+            raise HTTPException(409, f"run '{run_id}' has no queued or running hunt of this service to cancel")
+        return JSONResponse({"run_id": run_id, "job": job}, status_code=202)
 
     return app

@@ -77,6 +77,7 @@ class HuntQueue:
         self.wake = threading.Condition()
         self.stopping = False
         self.procs: dict[str, subprocess.Popen] = {}
+        self.cancelled: set[str] = set()  # jobs a person cancelled (``cancel``)
         self.threads: list[threading.Thread] = []
         self._recover()
 
@@ -203,6 +204,25 @@ class HuntQueue:
                 return pending[-1]
             return self._put_job(kind="approve" if approved else "reject", run_id=run_id, reason=reason, branch=branch)
 
+    def cancel(self, run_id: str) -> dict | None:
+        """Cancel the run's hunt (or its resumption) that is queued or running: a queued one never
+        starts; a running one is sent SIGTERM and stops as ``sleuth hunt`` does on it (servers
+        stopped, worktrees removed, the run ``interrupted``: ``sleuth resume`` still continues
+        it). The job says ``cancelled``. None: no such job (a decision's job is not cancelled: it
+        may have landed a branch already)."""
+        with self.intake:
+            active = self._jobs(f"run_id = ? and kind in ('hunt', 'resume') and status in {ACTIVE}", [run_id])
+            if not active or active[-1]["status"] == "adopted":  # not this service's process
+                return None
+            job = active[-1]
+            self.cancelled.add(job["id"])
+            if job["status"] == "queued":
+                self._update_job(job["id"], status="cancelled", ended=time.time())
+            elif (proc := self.procs.get(job["id"])) is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)  # ``_run`` records the end once it has gone
+        return self._jobs("id = ?", [job["id"]])[0]
+
     # -- running jobs ------------------------------------------------------------------------------
     def argv(self, job: dict) -> list[str]:
         db = ["--db", str(self.db), "--json"]
@@ -226,9 +246,13 @@ class HuntQueue:
             self._update_job(job["id"], status="failed", ended=time.time(), error=str(exc))
             return
         env = None if self.config.leave_hunts_running else {**os.environ, DIE_WITH_PARENT: str(os.getpid())}
-        with open(log, "w") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        self.procs[job["id"]] = proc
+        with self.intake:  # a cancel either finds the job not yet started or finds its process
+            if job["id"] in self.cancelled:
+                self._update_job(job["id"], status="cancelled", ended=time.time())
+                return
+            with open(log, "w") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+            self.procs[job["id"]] = proc
         self._update_job(job["id"], status="running", started=time.time(), pid=proc.pid, log=str(log))
         budget = self.wall_budget(job)
         try:
@@ -240,6 +264,9 @@ class HuntQueue:
                              error=self._overran(job, budget, f"stopped (pid {proc.pid})"))  # fmt: skip
             return
         self.procs.pop(job["id"], None)
+        if job["id"] in self.cancelled:  # a person stopped it: not continued, not retried
+            self._update_job(job["id"], status="cancelled", ended=time.time(), exit_code=rc)
+            return
         if self.stopping:  # stopped with the service: done if its run got to its end, else interrupted
             self._settle(job, rc)  # with what continues it queued for the next start
             return
