@@ -540,6 +540,36 @@ def _recorded_decision(hunt: Hunt, decision: Decision) -> bool:
     return (a.status != "rejected") == decision.approved
 
 
+def _checkpoints_of(db: Path, run_id: str) -> None:
+    """A store with no checkpoints at all (only evaluations or imports wrote to it) holds no run
+    that can be continued: said of the run asked for, where the store has it."""
+    if layout(db).checkpoints.exists():
+        return
+    if db.exists():
+        store = Store(db)
+        try:
+            if store.run(run_id) is not None:
+                bad_input(_no_checkpoint(store, run_id, db))
+        finally:
+            store.close()
+    bad_input(f"--db: {db}: no run store here")
+
+
+def _no_checkpoint(store: Store, run_id: str, db: Path) -> str:
+    """Why a run has nothing to continue: no such run, or one the store holds without a checkpoint
+    (an evaluation's run, its world removed; an imported session). A trial's approval of an
+    evaluation's run was told "no run" of a run that `sleuth runs` listed."""
+    row = store.run(run_id)
+    if row is None:
+        return f"RUN: no run '{run_id}' in {db}"
+    if row.get("eval_set"):
+        return (
+            f"RUN: run '{run_id}' is a run of evaluation {row['eval_set']}: its world was removed when the "
+            "evaluation scored it, and nothing of it can be approved, rejected or resumed"
+        )
+    return f"RUN: run '{run_id}' ({row.get('kind') or 'a run'}) has no checkpoint in {db}: nothing to continue"
+
+
 def _why_not_awaiting(hunt: Hunt) -> str:
     """Why there is nothing to decide on a run, in words: a proposed action for a person to do,
     one already decided, or a run that ended (or runs) without one."""
@@ -556,14 +586,13 @@ def _why_not_awaiting(hunt: Hunt) -> str:
 
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db_path(db)
-    if not layout(db).checkpoints.exists():
-        bad_input(f"--db: {db}: no run store here")
+    _checkpoints_of(db, run_id)
     hunter = Hunter(db, layout(db).runs)
     try:
         try:
             hunter.current(run_id)
         except KeyError:
-            bad_input(f"RUN: no run '{run_id}' in {db}")
+            bad_input(_no_checkpoint(hunter.store, run_id, db))
         _take_lease(hunter, run_id)  # before looking at its state: nobody else may change it now
         pending = hunter.pending(run_id)
         recorded = not pending and _recorded_decision(hunter.current(run_id), decision)
@@ -669,8 +698,7 @@ def resume(
 ) -> None:
     """Continue a hunt that was killed mid-way, from its last checkpoint, reusing its measurements."""
     db = db_path(db)
-    if not layout(db).checkpoints.exists():
-        bad_input(f"--db: {db}: no run store here")
+    _checkpoints_of(db, run_id)
     view = LiveView(not json_out and console.is_terminal, trail=not json_out)
     hunter = Hunter(db, layout(db).runs, on_event=view.update)
     view.clock = hunter.elapsed
@@ -678,7 +706,7 @@ def resume(
         try:
             hunter.current(run_id)
         except KeyError:
-            bad_input(f"RUN: no run '{run_id}' in {db}")
+            bad_input(_no_checkpoint(hunter.store, run_id, db))
         _take_lease(hunter, run_id)
         hunt = hunter.current(run_id)  # as its last driver left it
         if hunter.pending(run_id):

@@ -133,18 +133,36 @@ def _timeline(store: Store, run_id: str) -> list[str]:
                 text = text[: max(20, CALL_WIDTH - len(head) - 1)] + "…"
             if (j := answer.get(i)) is not None:
                 res = events[j]
-                text += " -> " + res["text"].removeprefix(text.split(" ", 1)[0] + ": ")
+                text += " -> " + _result_line(res, res["text"].removeprefix(text.split(" ", 1)[0] + ": "))
                 dur = res.get("duration_s")  # the call's own time, as its result says
+        elif e["kind"] == "tool_result":  # one no call claimed
+            text = _result_line(e, text)
         lines.append(head + text + (f" ({dur:.2f}s)" if dur else ""))
     return lines
 
 
-def _call_id(event: dict) -> str | None:
+def _result_line(event: dict, text: str) -> str:
+    """What a call got back, on the call's line: its first line, cut at ``CALL_WIDTH``, with how
+    many more lines it had; an error marked as one. A trial's imported session printed 1,236 lines
+    (whole files after "->"), and a denied write read as an ordinary result."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = lines[0].strip() if lines else ""
+    if len(first) > CALL_WIDTH:
+        first = first[: CALL_WIDTH - 1] + "…"
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return ("ERROR: " if _payload(event).get("is_error") else "") + first + more
+
+
+def _payload(event: dict) -> dict:
     try:
         payload = json.loads(event.get("payload") or "null")
     except ValueError:
-        return None
-    return payload.get("call_id") if isinstance(payload, dict) else None
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _call_id(event: dict) -> str | None:
+    return _payload(event).get("call_id")
 
 
 def _answers(events: list[dict]) -> dict[int, int]:
@@ -190,19 +208,21 @@ def show(
             }
         )
         return
+    summary = run.get("root_summary") or ""
     lines = [
         f"# run {run_id}",
         "",
-        f"status {run.get('status')} - {run.get('root_summary') or ''}",
+        f"status {run.get('status')}" + (f" - {summary}" if summary else ""),
+        *([f"evaluation {run['eval_set']} (`sleuth eval --rescore {run['eval_set']}`)"] if run.get("eval_set") else []),
         *_action_lines(run),
-        "",
-        "## Hypotheses",
-        "",
     ]
+    if hyps:  # an imported session has none, nor measurements: no empty headings
+        lines += ["", "## Hypotheses", ""]
     for g in for_screen(group_hypotheses(hyps)):  # one experiment's: one line; a screen at most
         covers = f" ({g.covers_text()})" if len(g.ids) > 1 else ""
         lines.append(f"- {g.id} [{g.category}] **{g.status}**: {g.statement}{covers} - {g.reason}")
-    lines += ["", "## Measurements", ""]
+    if meas:
+        lines += ["", "## Measurements", ""]
     lines += [
         f"- {m['mid']} {m['label']} `{m['ref'][:10]}`: {m['median']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] "
         f"({len(json.loads(m['samples']))} samples)"

@@ -146,4 +146,6 @@ def action_of(row: dict) -> str:
     kind, status = action.get("kind") or "", action.get("status") or ""
     if kind in ("", "none"):
         return ""
+    if row.get("eval_set") and status == "pending":  # scored, its world removed: nothing to approve
+        return f"{kind} not applied (evaluation)"
     return kind if kind == "investigate" else f"{kind} {status}".strip()

@@ -46,7 +46,14 @@ def find_specs(paths: list[str]) -> list[Path]:
 
 
 def _store_run(store: Store, got: dict, set_id: str) -> str | None:
-    return import_run(store, got, eval_set=set_id)
+    """The scored run, kept in the store. One that ended awaiting approval is stored ``concluded``:
+    its world (repo, servers) is removed once scored, so nobody can approve it; a trial's store
+    listed evaluation runs "awaiting_approval", and the page offered Approve for them. Its
+    verdict stays as the hunt gave it (what was scored)."""
+    fields: dict = {"eval_set": set_id}
+    if (got.get("run") or {}).get("status") == "awaiting_approval":
+        fields["status"] = "concluded"
+    return import_run(store, got, **fields)
 
 
 def distinct_samples(measurements: list[dict]) -> int:

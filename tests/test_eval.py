@@ -87,6 +87,13 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     assert "| tiny | commit:" in text and (report.parent / "report-accuracy.png").stat().st_size > 5000
     run_id = sqlite3.connect(db).execute("select run_id from eval_results where scenario = 'tiny'").fetchone()[0]
     assert sleuth_in_process("replay", run_id, "--db", str(db)).returncode == 0  # an eval run is a replayable run
+    # ...but not one to approve: its world is gone once scored. A trial's store listed it
+    # "awaiting_approval", the page offered Approve, and `sleuth approve` said "no run".
+    listed = json.loads(sleuth_in_process("runs", "--db", str(db), "--json").stdout)
+    row = next(r for r in listed if r["id"] == run_id)
+    assert row["status"] == "concluded" and row["action"] == "revert not applied (evaluation)", row
+    refused = sleuth_in_process("approve", run_id, "--db", str(db))
+    assert refused.returncode == 2 and f"is a run of evaluation {res['set']}" in refused.stderr, refused.stderr
 
     # a second set: the LLM policy, its model a scripted server the worker process reaches over HTTP
     # (a model that gives up at once: the set is scored as such, with its tokens counted)

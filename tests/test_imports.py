@@ -292,3 +292,25 @@ def test_a_session_whose_format_counts_no_tokens_says_so_not_zero(tmp_path):
     assert "tokens in" not in without.stdout
     counted = sleuth("import", str(FIXTURES / "mini-swe-agent" / "count_files.traj.json"), "--db", str(db))
     assert counted.stdout.rstrip().endswith("tokens in 1,682 / out 35"), counted.stdout
+
+
+def test_show_gives_each_call_and_its_result_one_line_and_marks_an_error_result(tmp_path):
+    """A trial's `sleuth show` of an opencode session printed 1,236 lines (whole files after "->"),
+    and Claude Code's denied Write read as an ordinary result; an imported run printed empty
+    Hypotheses and Measurements headings."""
+    db = tmp_path / "runs.db"
+    shown = {}
+    for path in (
+        FIXTURES / "opencode" / "session__neon-river__ses_39b623ce7ffeILPe9UgDcyGicH.json",
+        FIXTURES / "claude-code" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+    ):
+        run = json.loads(sleuth("import", str(path), "--db", str(db), "--json").stdout)["run_id"]
+        events = json.loads(sleuth("show", run, "--db", str(db), "--json").stdout)["events"]
+        text = sleuth("show", run, "--db", str(db), "--markdown").stdout
+        timeline = text.split("## Timeline\n\n", 1)[1].rstrip("\n").splitlines()[1:-1]
+        assert len(timeline) <= len(events) and all(len(line) < 400 for line in timeline), max(map(len, timeline))
+        assert "## Hypotheses" not in text and "## Measurements" not in text and "status imported\n" in text
+        shown[path.parent.name] = timeline
+    assert any("(+" in line and " lines)" in line for line in shown["opencode"])  # a file read: its first line
+    denied = [line for line in shown["claude-code"] if "ERROR: " in line]
+    assert len(denied) == 1 and "Write" in denied[0], denied
