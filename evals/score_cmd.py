@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from agent.cli import bad_input, db_path
-from evals.score import first_named
+from evals.score import bad_root_cause, conclusion_of, first_named
 from transcripts.store import Store
 
 
@@ -21,25 +21,29 @@ def score(
     json_out: Annotated[bool, typer.Option("--json")] = False,
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
-    """When did the run first name the root cause, and what came before?"""
+    """When did the run first name the root cause, what came before, and does its conclusion name
+    it? Exit 0 only where the conclusion does: named once and then dismissed is no find."""
     path = db_path(db, must_exist=True)
     if kind not in ("commit", "uncommitted", "env", "config"):
         bad_input(f"--kind: unknown kind '{kind}' (commit, uncommitted, env, config)")
-    if kind == "commit" and len(root_cause) < 7:
-        bad_input("--root-cause: a commit needs at least 7 hex digits")
+    if why := bad_root_cause(root_cause, kind):
+        bad_input(f"--root-cause: {why}")
     store = Store(path)
     try:
-        if store.run(run_id) is None:
+        run = store.run(run_id)
+        if run is None:
             bad_input(f"RUN: no run '{run_id}' in {path}")
-        res = first_named(run_id, store.events(run_id), root_cause, kind, store.hypotheses(run_id))
+        events = store.events(run_id)
+        res = first_named(run_id, events, root_cause, kind, store.hypotheses(run_id), conclusion_of(run, events))
     finally:
         store.close()
     if json_out:
         sys.stdout.write(res.model_dump_json(indent=2) + "\n")
     elif res.named:
         t = f", {res.seconds_from_start:.0f} s in" if res.seconds_from_start is not None else ""
+        written = f" (written {res.as_written})" if res.as_written and res.as_written != root_cause else ""
         print(
-            f"{run_id}: named {root_cause} at event #{res.seq} ({res.events_before} events and "
+            f"{run_id}: named {root_cause}{written} at event #{res.seq} ({res.events_before} events and "
             f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
         )
         if res.refuted:  # named, then dropped: the first mention was no finding
@@ -48,7 +52,10 @@ def score(
             print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(_cut(a, 70) for a in res.abandoned[:8]))
     else:
         print(f"{run_id}: never named {root_cause} ({res.events_total} events, {res.tool_calls_total} tool calls)")
-    if not res.named:
+    if not json_out:
+        ended = _cut(res.conclusion, 160) if res.conclusion else "nothing"
+        print(f"  its conclusion {'names it' if res.concluded else 'does not name it'}: {ended}")
+    if not res.concluded:
         raise typer.Exit(1)
 
 
