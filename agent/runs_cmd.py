@@ -16,6 +16,7 @@ from agent.grouped import for_screen, group_hypotheses
 from agent.verdict import action_of
 from tools.text import fenced
 from transcripts.store import Store
+from transcripts.timeline import timeline_rows
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="run store (default $SLEUTH_DB or the XDG data dir)")]
 
@@ -106,83 +107,14 @@ def _runs_table(table: list[dict], title: str, width: int) -> Table:
     return t
 
 
-# A tool call's arguments run to a whole launch command and an inlined script (1,700 characters),
-# which a terminal wraps over a dozen rows: a call's line is cut to this many characters before
-# what came back (``--json`` has every event whole). Hypotheses, verdicts and notes stay whole.
-CALL_WIDTH = 150
-
-
 def _timeline(store: Store, run_id: str) -> list[str]:
-    """One line per event; a tool call and its result share one line (the call's arguments, cut at
-    ``CALL_WIDTH``, then what came back). An imported session's calls carry ids, and parallel
-    calls' results come back later and in any order: each call gets the result with its id (it
-    had got whatever result came next, another call's). A hunt's own calls have no ids: each is
-    answered by the event after it."""
+    """One line per event (``transcripts.timeline``), with its time from the run's start."""
     events = store.events(run_id)
     t0 = events[0]["t"] if events else 0
-    answer = _answers(events)
-    taken = set(answer.values())
-    lines: list[str] = []
-    for i, e in enumerate(events):
-        if i in taken:
-            continue
-        text, dur = e["text"], e.get("duration_s")
-        head = f"+{e['t'] - t0:7.2f}s #{e['seq']:<4} {e['kind']:<12} "
-        if e["kind"] == "tool_call":
-            if len(head) + len(text) > CALL_WIDTH:
-                text = text[: max(20, CALL_WIDTH - len(head) - 1)] + "…"
-            if (j := answer.get(i)) is not None:
-                res = events[j]
-                text += " -> " + _result_line(res, res["text"].removeprefix(text.split(" ", 1)[0] + ": "))
-                dur = res.get("duration_s")  # the call's own time, as its result says
-        elif e["kind"] == "tool_result":  # one no call claimed
-            text = _result_line(e, text)
-        lines.append(head + text + (f" ({dur:.2f}s)" if dur else ""))
-    return lines
-
-
-def _result_line(event: dict, text: str) -> str:
-    """What a call got back, on the call's line: its first line, cut at ``CALL_WIDTH``, with how
-    many more lines it had; an error marked as one. A trial's imported session printed 1,236 lines
-    (whole files after "->"), and a denied write read as an ordinary result."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    first = lines[0].strip() if lines else ""
-    if len(first) > CALL_WIDTH:
-        first = first[: CALL_WIDTH - 1] + "…"
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return ("ERROR: " if _payload(event).get("is_error") else "") + first + more
-
-
-def _payload(event: dict) -> dict:
-    try:
-        payload = json.loads(event.get("payload") or "null")
-    except ValueError:
-        return {}
-    return payload if isinstance(payload, dict) else {}
-
-
-def _call_id(event: dict) -> str | None:
-    return _payload(event).get("call_id")
-
-
-def _answers(events: list[dict]) -> dict[int, int]:
-    """Each tool call's index -> its result's: by call id where the call has one, else the event
-    right after it when that is a result without an id."""
-    ids = [_call_id(e) if e["kind"] in ("tool_call", "tool_result") else None for e in events]
-    result_at = {
-        cid: j for j, (e, cid) in enumerate(zip(events, ids, strict=True)) if e["kind"] == "tool_result" and cid
-    }
-    answer: dict[int, int] = {}
-    for i, e in enumerate(events):
-        if e["kind"] != "tool_call":
-            continue
-        if ids[i]:
-            j = result_at.get(ids[i])
-            if j is not None and j > i:
-                answer[i] = j
-        elif i + 1 < len(events) and events[i + 1]["kind"] == "tool_result" and not ids[i + 1]:
-            answer[i] = i + 1
-    return answer
+    return [
+        f"+{r['t'] - t0:7.2f}s #{r['seq']:<4} {r['kind']:<12} {r['text']}" + (f" ({r['dur']:.2f}s)" if r["dur"] else "")
+        for r in timeline_rows(events)
+    ]
 
 
 @app.command("show")

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.runs_cmd import CALL_WIDTH
 from evals.lab.builder import build
 from evals.lab.spec import load_spec
 from tests.conftest import git_in, one_slow_commit, sleuth_exe, sleuth_in_process, wait_for
 from tests.test_git_tools import fingerprint
 from transcripts.store import Store, layout
+from transcripts.timeline import CALL_WIDTH
 
 # TP-4 servers on eight GPUs: two slots, so A/Bs interleave on two warm servers (the seed, TP-8 on
 # eight GPUs, is the one-slot host the demo and the LLM tests hunt).

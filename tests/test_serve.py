@@ -825,3 +825,21 @@ def test_a_misspelt_key_or_a_launch_without_its_port_is_refused_when_targets_tom
         (tmp_path / "t.toml").write_text(text)
         with pytest.raises(ConfigError, match=re.escape(said)):
             load_config(tmp_path / "t.toml")
+
+
+def test_an_imported_sessions_page_lists_what_its_agent_did_each_call_with_its_result(service):
+    """A trial's page of an imported Claude Code session showed 4 of its 28 events: no tool call."""
+    fixture = (
+        Path(__file__).parent
+        / "fixtures"
+        / "transcripts"
+        / "claude-code"
+        / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+    )
+    run_id = json.loads(sleuth_in_process("import", str(fixture), "--db", str(service.db), "--json").stdout)["run_id"]
+    data = httpx.get(f"{service.url}/runs/{run_id}").json()
+    calls = [e for e in data["latest"] if e["kind"] == "tool_call"]
+    assert len(calls) == 12 and all(" -> " in e["text"] for e in calls), calls  # each answered, on its row
+    assert not [e for e in data["latest"] if e["kind"] == "tool_result"]  # results sit beside their calls
+    page = httpx.get(f"{service.url}/runs/{run_id}", headers={"Accept": "text/html"}).text
+    assert page.count("<td>tool_call</td>") == 12 and "ERROR: " in page

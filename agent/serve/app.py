@@ -31,6 +31,7 @@ from agent.serve.payloads import Alert, AlertmanagerPayload
 from agent.serve.queue import HuntQueue
 from agent.verdict import action_of
 from transcripts.store import Store, layout
+from transcripts.timeline import timeline_rows
 
 
 class DecisionIn(BaseModel):
@@ -98,7 +99,11 @@ def create_app(config: ServeConfig, db: Path, queue: HuntQueue, loopback: bool =
         out["events"] = len(events)
         told = [e for e in events if e["kind"] not in ("tool_call", "tool_result", "llm_request", "llm_response")]
         out["phase"] = next((json.loads(e["payload"]).get("phase") for e in reversed(told) if e["payload"]), None)
-        out["latest"] = [{"seq": e["seq"], "t": e["t"], "kind": e["kind"], "text": e["text"]} for e in told]
+        # A hunt says each step in its notes (its tool calls, dozens, are in `sleuth show`); an
+        # imported session's calls are what its agent did, each on one row with what it got back
+        # (the page had shown four messages of a session's 28 events).
+        shown = timeline_rows(events) if row.get("kind") == "imported" else told
+        out["latest"] = [{k: e[k] for k in ("seq", "t", "kind", "text")} for e in shown]
         return out
 
     @app.get("/health")
