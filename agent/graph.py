@@ -394,6 +394,12 @@ class Hunter:
         needs to start the same hunt again: its input (target, budget, policy) and, for a lab
         scenario, the spec it was built from (``scenario`` is the built dir)."""
         self.lease(hunt.run_id)
+        built = {}
+        if scenario:  # a lab build: its launch scale too, so a replay rebuilds it alike
+            from evals.lab.builder import built_launch_scale  # the lab is the world side
+
+            if (scale := built_launch_scale(scenario)) is not None:
+                built["launch_scale"] = scale
         self.store.start_run(
             hunt.run_id,
             kind="replay" if parent_run else "hunt",
@@ -404,6 +410,7 @@ class Hunter:
             spec=spec,
             parent_run=parent_run,
             input=hunt.model_dump_json(include=INPUT_FIELDS),
+            **built,
         )
         return self._drive(hunt.run_id, {"hunt": hunt.model_dump(mode="json")})
 

@@ -105,6 +105,17 @@ def replay_strict(db: Path, run_id: str) -> ReplayResult:
     return out
 
 
+def _scale_field(scale: float | None) -> dict:
+    """The run row's ``launch_scale``, where there is one (a None first would make a text column)."""
+    return {} if scale is None else {"launch_scale": float(scale)}
+
+
+def _scale_of(root: str) -> float | None:
+    from evals.lab.builder import built_launch_scale  # the lab is the world side
+
+    return built_launch_scale(root)
+
+
 def _rebuild(row: dict, into: Path) -> tuple[str, str] | None:
     """Rebuild the run's scenario from its recorded spec; (new root, old root) or None."""
     if not row.get("spec") or not row.get("scenario"):
@@ -115,7 +126,7 @@ def _rebuild(row: dict, into: Path) -> tuple[str, str] | None:
     into.mkdir(parents=True)
     spec_file = into / "spec.toml"
     spec_file.write_text(row["spec"])
-    res = build(load_spec(spec_file), into / "scenario")
+    res = build(load_spec(spec_file), into / "scenario", launch_scale=row.get("launch_scale"))  # as it was built
     return str(res.root), row["scenario"]
 
 
@@ -163,6 +174,7 @@ def replay_world(
             spec=row.get("spec"),
             parent_run=run_id,
             input=hunt.model_dump_json(include=INPUT_FIELDS),
+            **_scale_field(_scale_of(rewrite[0]) if rewrite else row.get("launch_scale")),
         )
         try:
             result = _drive(hunter, hunt, None)

@@ -62,6 +62,10 @@ def eval_cmd(
     ] = None,
     rescore_set: Annotated[str | None, typer.Option("--rescore", help="score a stored set again")] = None,
     resume: Annotated[str | None, typer.Option(help="continue an interrupted set (runs only what is missing)")] = None,
+    min_exact: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="exit 1 when the share of exact runs is below this (a CI gate)"),
+    ] = None,
     db: Annotated[Path | None, typer.Option("--db", help="run store")] = None,
 ) -> None:
     """Run scenario suites with a policy, score every run against its truth, report."""
@@ -76,6 +80,8 @@ def eval_cmd(
         bad_input(f"--policy/--model/--repeats: not with {modes[0]} (the stored set keeps its own)")
     if compare and report_path:
         bad_input("--report: not with --compare (a comparison is printed; --json gives it as data)")
+    if compare and min_exact is not None:
+        bad_input("--min-exact: not with --compare (it gates one set's score)")
     if report_path:
         output_file("--report", report_path)
     stored = bool(modes)
@@ -109,6 +115,7 @@ def eval_cmd(
                 print(f"rescored {len(scores)} runs of {s['id']}: exact {agg['exact'] * 100:.0f} %")
             if report_path:
                 report.markdown(_set(store, s["id"]), set_rows(store, s["id"]), report_path)
+            _gate(agg, min_exact)
             return
         llm = llm_options(policy, model, base_url, allow_shell, max_turns, max_llm_tokens)
         if backend not in ("local", "ray"):
@@ -218,6 +225,15 @@ def eval_cmd(
             )
         if agg["runs"] and agg["crashed"] + agg["case_errors"] == agg["runs"]:
             raise typer.Exit(1)  # no run was scored: the evaluation itself failed
+        _gate(agg, min_exact)
     finally:
         if store is not None:
             store.close()
+
+
+def _gate(agg: dict, min_exact: float | None) -> None:
+    """``--min-exact``: a set scored below it exits 1, saying so on stderr (a trial's CI script
+    had to parse the JSON: every scenario wrong exits 0, as any set that ran)."""
+    if min_exact is not None and agg["exact"] < min_exact:
+        sys.stderr.write(f"exact {agg['exact'] * 100:.0f} % is below --min-exact {min_exact * 100:.0f} %\n")
+        raise typer.Exit(1)

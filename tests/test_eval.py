@@ -109,6 +109,12 @@ def test_a_suite_runs_scores_rescores_and_compares(tmp_path):
     assert proc.returncode == 0 and "methodical" in proc.stdout and "llm" in proc.stdout
     assert "| tiny | yes | no |" in proc.stdout
 
+    # A CI gate: a set scored below --min-exact exits 1 (every scenario wrong had exited 0).
+    llm_set = json.loads(other.stdout)["set"]
+    gated = sleuth_in_process("eval", "--rescore", llm_set, "--min-exact", "0.5", "--db", str(db))
+    assert gated.returncode == 1 and "exact 0 % is below --min-exact 50 %" in gated.stderr, gated.stderr
+    assert sleuth_in_process("eval", "--rescore", llm_set, "--min-exact", "0", "--db", str(db)).returncode == 0
+
     proc = sleuth_in_process("eval", "--rescore", res["set"], "--db", str(db), "--json")
     rescored = json.loads(proc.stdout)
     assert proc.returncode == 0 and rescored["aggregate"]["exact"] == res["aggregate"]["exact"]

@@ -123,6 +123,7 @@ def test_another_policy_against_the_recorded_world(tmp_path):
     show = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]
     assert Path(show["scenario"]).is_relative_to(layout(db).runs / live["new_run"] / "world"), show["scenario"]
     assert Path(show["scenario"], "repo", ".git").exists()
+    assert show["launch_scale"] == 0.02  # the rebuilt world's, kept for a replay of this run in turn
     assert not (layout(db).runs / offline["new_run"] / "world").exists()
     verdict = json.loads(sleuth_in_process("show", live["new_run"], "--json", "--db", str(db)).stdout)["run"]["verdict"]
     assert {h["category"] for h in verdict["hypotheses"]} >= {"history", "uncommitted"}
@@ -220,3 +221,28 @@ def test_the_recorded_world_leaves_out_the_arm_its_experiment_left_out_and_serve
     assert got.result["arms"][2] is None and got.result["arms"][1]["samples"] == [90.0] * 4
     # A fresh measurement of one state is the samples after those already handed out.
     assert world.answer("measure", fresh_one).result["samples"] == [91.0, 92.0]
+
+
+def test_a_world_is_rebuilt_at_the_launch_scale_it_was_built_with_not_the_replays(tmp_path, monkeypatch):
+    """A trial's replay under another policy rebuilt an evaluation's world at the scale of its own
+    environment (1: 50 s launches) where the run had been built at 0.02: 157 s against 50."""
+    import textwrap
+
+    from agent.replay import _rebuild
+    from evals.lab.builder import build, built_launch_scale
+    from evals.lab.spec import load_spec
+    from tests.test_eval import LOUD
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(textwrap.dedent(LOUD))
+    first = build(load_spec(spec), tmp_path / "first", launch_scale=0.05)
+    assert built_launch_scale(first.root) == 0.05
+    # the run row keeps it (``Hunter.start`` with a built scenario), and the rebuild uses it
+    monkeypatch.setenv("SLEUTH_LAB_LAUNCH_SCALE", "1")
+    row = {"spec": spec.read_text(), "scenario": str(first.root), "launch_scale": 0.05}
+    new_root, _old = _rebuild(row, tmp_path / "again")
+    assert built_launch_scale(new_root) == 0.05
+    profile = Path(new_root, "host", "site-packages", "minitorch", "_profile.json")
+    assert json.loads(profile.read_text())["launch"] == json.loads(
+        Path(first.root, "host", "site-packages", "minitorch", "_profile.json").read_text()
+    )["launch"]

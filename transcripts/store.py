@@ -352,6 +352,7 @@ class Store:
                     "probes": int,
                     "verdict": str,
                     "parent_run": str,
+                    "launch_scale": float,  # a lab build's (``evals.lab.builder.WORLD_FILE``)
                 },
                 pk="id",
             )

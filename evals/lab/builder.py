@@ -107,6 +107,18 @@ class _Git:
         return proc.stdout.strip()
 
 
+WORLD_FILE = "world.json"  # a built scenario's build settings (``launch_scale``), beside its alert
+
+
+def built_launch_scale(root: str | Path) -> float | None:
+    """The launch scale a built scenario was built with (None: not a lab build, or built before
+    ``WORLD_FILE`` was written)."""
+    try:
+        return float(json.loads((Path(root) / WORLD_FILE).read_text())["launch_scale"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def default_launch_scale() -> float:
     """How much of the spec's simulated launch time a built host spends: 1.0 (realistic, for
     ``bench/``) unless ``$SLEUTH_LAB_LAUNCH_SCALE`` says otherwise (the tests and the demo run
@@ -647,6 +659,10 @@ def _build_into(spec: Scenario, tmp: Path, final: Path, launch_scale: float) -> 
     res.alert = _alert(spec, res, final, tree.launch_scale)
     (tmp / "truth.json").write_text(json.dumps(res.truth, indent=2) + "\n")
     (tmp / "alert.json").write_text(json.dumps(res.alert, indent=2) + "\n")
+    # How it was built, beyond its spec: a replay under another policy rebuilds it alike (it took
+    # the launch scale from its own environment: a trial's replay launched 50 s servers where the
+    # run had launched scaled ones, 157 s against 50).
+    (tmp / WORLD_FILE).write_text(json.dumps({"launch_scale": tree.launch_scale}) + "\n")
     return res
 
 
