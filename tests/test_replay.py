@@ -243,6 +243,7 @@ def test_a_world_is_rebuilt_at_the_launch_scale_it_was_built_with_not_the_replay
     new_root, _old = _rebuild(row, tmp_path / "again")
     assert built_launch_scale(new_root) == 0.05
     profile = Path(new_root, "host", "site-packages", "minitorch", "_profile.json")
-    assert json.loads(profile.read_text())["launch"] == json.loads(
-        Path(first.root, "host", "site-packages", "minitorch", "_profile.json").read_text()
-    )["launch"]
+    assert (
+        json.loads(profile.read_text())["launch"]
+        == json.loads(Path(first.root, "host", "site-packages", "minitorch", "_profile.json").read_text())["launch"]
+    )
