@@ -39,12 +39,14 @@ def import_cmd(
         bad_input(f"PATH: {path}: no step of a {s.format} session in it (is --format right?)")
     store = Store(db_path(db))
     try:
-        run_id, new = save(store, s)
+        run_id, how = save(store, s)
+        held = len(store.events(run_id))
     finally:
         store.close()
     summary = {
         "run_id": run_id,
-        "new": new,
+        "new": how == "imported",
+        "action": how,
         "format": s.format,
         "session_id": s.session_id,
         "events": len(s.steps),
@@ -56,15 +58,24 @@ def import_cmd(
     if json_out:
         print_json(summary)
         return
-    verb = "imported" if new else "already imported as"
+    verb = {"imported": "imported", "already": "already imported as", "updated": "updated"}.get(how)
     tokens = (
         f"tokens in {summary['tokens'].get('input', 0):,} / out {summary['tokens'].get('output', 0):,}"
         if s.counts_tokens
         else "no token counts in this format"
     )
+    if how == "holds more":  # a truncated copy of a session imported whole
+        out.print(
+            f"already imported as {run_id}, which holds {held} events of session {s.session_id} "
+            f"(this copy: the first {summary['events']} of them); nothing changed",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     out.print(
         f"{verb} {run_id}: {s.format}, {summary['events']} events ({summary['tool_calls']} tool calls), {tokens}"
-        + (f", {s.skipped} bad record(s) skipped" if s.skipped else ""),
+        + (f", {s.skipped} bad record(s) skipped" if s.skipped else "")
+        + (" (the session had grown since its import)" if how == "updated" else ""),
         highlight=False,
         soft_wrap=True,  # one line, also into a pipe (Rich's 80 columns cut "tokens in" from its number)
     )

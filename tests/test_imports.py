@@ -314,3 +314,31 @@ def test_show_gives_each_call_and_its_result_one_line_and_marks_an_error_result(
     assert any("(+" in line and " lines)" in line for line in shown["opencode"])  # a file read: its first line
     denied = [line for line in shown["claude-code"] if "ERROR: " in line]
     assert len(denied) == 1 and "Write" in denied[0], denied
+
+
+def test_a_truncated_copy_of_a_session_is_not_a_second_run_and_a_grown_one_updates_its_run(tmp_path):
+    """A trial imported a truncated copy of a Claude Code session: a second run with the same
+    session id (three runs of one session, with a bad-line copy). A copy that holds the start of
+    an imported session changes nothing; the session grown since its import updates its run."""
+    full = FIXTURES / "claude-code" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+    lines = full.read_text().splitlines(keepends=True)
+    part = tmp_path / "part.jsonl"
+    part.write_text("".join(lines[: len(lines) // 2]))
+
+    db = tmp_path / "a.db"
+    whole = json.loads(sleuth("import", str(full), "--db", str(db), "--json").stdout)
+    said = sleuth("import", str(part), "--db", str(db))
+    assert said.returncode == 0 and said.stdout.startswith(f"already imported as {whole['run_id']}, which holds ")
+    assert json.loads(sleuth("import", str(part), "--db", str(db), "--json").stdout)["action"] == "holds more"
+    assert [r["id"] for r in json.loads(sleuth("runs", "--json", "--db", str(db)).stdout)] == [whole["run_id"]]
+
+    db = tmp_path / "b.db"  # the other order: imported while it was shorter, then grown
+    first = json.loads(sleuth("import", str(part), "--db", str(db), "--json").stdout)
+    grown = json.loads(sleuth("import", str(full), "--db", str(db), "--json").stdout)
+    assert grown["action"] == "updated" and grown["run_id"] == first["run_id"] and not grown["new"]
+    runs = json.loads(sleuth("runs", "--json", "--db", str(db)).stdout)
+    assert [r["id"] for r in runs] == [first["run_id"]]
+    events = json.loads(sleuth("show", first["run_id"], "--db", str(db), "--json").stdout)["events"]
+    assert len(events) == whole["events"] and [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    again = json.loads(sleuth("import", str(full), "--db", str(db), "--json").stdout)
+    assert again["action"] == "already" and again["run_id"] == first["run_id"]

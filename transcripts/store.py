@@ -474,6 +474,13 @@ class Store:
         return seq
 
     @_writes
+    def replace_events(self, run_id: str, events: list[dict]) -> int:
+        """A run's events, all of them, in place of what it held (a re-imported session that
+        grew): one commit, so a reader sees the old events or the new, never a mix."""
+        self.db.execute("delete from events where run = ?", [run_id])
+        return self.events_batch(run_id, events)
+
+    @_writes
     def put_measurement(self, run_id: str, m: dict, metric: str) -> None:
         self.db["measurements"].upsert(
             {

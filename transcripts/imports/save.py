@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from typing import Literal
 
 from transcripts.imports import Session
-from transcripts.store import Store
+from transcripts.store import Store, redact
 
 
 def run_id_for(session: Session, native: bool = False) -> str:
@@ -20,16 +21,47 @@ def run_id_for(session: Session, native: bool = False) -> str:
     return f"imp-{digest[:12]}"
 
 
-def save(store: Store, session: Session) -> tuple[str, bool]:
-    """Store the session; returns (run id, whether it was new)."""
+SaveAction = Literal["imported", "already", "holds more", "updated"]
+
+
+def save(store: Store, session: Session) -> tuple[str, SaveAction]:
+    """Store the session; returns the run and what was done: a new run (``imported``), none
+    (``already``: the same steps are a run), or, for a session whose id a run already holds, that
+    run kept (``holds more``: this copy is a truncated one of it) or brought up to date
+    (``updated``: the session grew since). A truncated copy had been a second run of one session."""
     for run_id in (run_id_for(session), run_id_for(session, native=True)):
         if store.run(run_id) is not None:
-            return run_id, False
+            return run_id, "already"
+    steps = [(s.kind, redact(s.text)) for s in session.steps]
+    for row in _same_session(store, session):
+        held = [(e["kind"], e["text"]) for e in store.events(row["id"])]
+        if steps == held:  # the same steps, read from another copy or shape
+            return row["id"], "already"
+        if steps == held[: len(steps)]:
+            return row["id"], "holds more"
+        if held == steps[: len(held)]:
+            _write(store, row["id"], session, replace=True)
+            return row["id"], "updated"
     run_id = run_id_for(session)
+    _write(store, run_id, session)
+    return run_id, "imported"
+
+
+def _same_session(store: Store, session: Session) -> list[dict]:
+    """Imported runs of this session (its format and id), newest first."""
+    if not session.session_id or "session_id" not in store.db["runs"].columns_dict:
+        return []
+    rows = store.db.execute(
+        "select id from runs where kind = 'imported' and session_id = ? and format = ? order by started desc",
+        [session.session_id, session.format],
+    ).fetchall()
+    return [{"id": r[0]} for r in rows]
+
+
+def _write(store: Store, run_id: str, session: Session, replace: bool = False) -> None:
     times = [s.t for s in session.steps if s.t is not None]
     tokens = session.tokens()
-    store.start_run(
-        run_id,
+    fields = dict(
         kind="imported",
         policy=session.agent or session.format,
         model=session.model,
@@ -54,11 +86,16 @@ def save(store: Store, session: Session) -> tuple[str, bool]:
             "raw": s.raw,
         }
         events.append({"kind": s.kind, "text": s.text, "payload": payload, "t": s.t})
-    store.events_batch(run_id, events)
-    store.update_run(
-        run_id,
-        started=min(times) if times else time.time(),
-        ended=max(times) if times else None,
-        status="imported",
-    )
-    return run_id, True
+    with store.transaction():
+        if replace:
+            store.update_run(run_id, **fields)
+            store.replace_events(run_id, events)
+        else:
+            store.start_run(run_id, **fields)
+            store.events_batch(run_id, events)
+        store.update_run(
+            run_id,
+            started=min(times) if times else time.time(),
+            ended=max(times) if times else None,
+            status="imported",
+        )
