@@ -342,3 +342,26 @@ def test_a_truncated_copy_of_a_session_is_not_a_second_run_and_a_grown_one_updat
     assert len(events) == whole["events"] and [e["seq"] for e in events] == list(range(1, len(events) + 1))
     again = json.loads(sleuth("import", str(full), "--db", str(db), "--json").stdout)
     assert again["action"] == "already" and again["run_id"] == first["run_id"]
+
+
+def test_a_swe_agent_trajectory_keeps_its_last_action_and_each_actions_time(tmp_path):
+    """`history` ends before the final `submit` that `trajectory`, `info.exit_status` and
+    `model_stats.api_calls` (5) record: a trial's import had 4 tool calls, no durations, and the
+    run dated at import time (an old trajectory listed as the newest run)."""
+    import os
+
+    path = FIXTURES / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.gpt4.traj"
+    raw = json.loads(path.read_text())
+    copy = tmp_path / path.name
+    copy.write_text(path.read_text())
+    os.utime(copy, (1_700_000_000, 1_700_000_000))
+    db = tmp_path / "r.db"
+    res = json.loads(sleuth("import", str(copy), "--db", str(db), "--json").stdout)
+    assert res["tool_calls"] == len(raw["trajectory"]) == raw["info"]["model_stats"]["api_calls"] == 5
+    evs = events(db, res["run_id"])
+    calls = [e for e in evs if e["kind"] == "tool_call"]
+    assert calls[-1]["text"] == "submit" and raw["info"]["exit_status"] == "submitted"
+    took = [e["duration_s"] for e in evs if e["kind"] == "tool_result"]
+    assert took == [float(t["execution_time"]) for t in raw["trajectory"]]
+    run = json.loads(sleuth("show", res["run_id"], "--db", str(db), "--json").stdout)["run"]
+    assert run["started"] == 1_700_000_000  # its file's time: the trajectory keeps none

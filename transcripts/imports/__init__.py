@@ -33,6 +33,7 @@ class Step(BaseModel):
     call_id: str | None = None
     args: Any = None
     is_error: bool = False
+    duration_s: float | None = None  # a tool result's: how long the call ran, where the format says
     usage: dict[str, int] | None = None  # input, output, cache_read: counted once per model response
     model: str | None = None
     raw: Any = None  # the native record this step came from

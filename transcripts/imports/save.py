@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 from typing import Literal
 
 from transcripts.imports import Session
@@ -85,7 +86,7 @@ def _write(store: Store, run_id: str, session: Session, replace: bool = False) -
             "model": s.model,
             "raw": s.raw,
         }
-        events.append({"kind": s.kind, "text": s.text, "payload": payload, "t": s.t})
+        events.append({"kind": s.kind, "text": s.text, "payload": payload, "t": s.t, "duration_s": s.duration_s})
     with store.transaction():
         if replace:
             store.update_run(run_id, **fields)
@@ -95,7 +96,16 @@ def _write(store: Store, run_id: str, session: Session, replace: bool = False) -
             store.events_batch(run_id, events)
         store.update_run(
             run_id,
-            started=min(times) if times else time.time(),
+            started=min(times) if times else _file_time(session.source),
             ended=max(times) if times else None,
             status="imported",
         )
+
+
+def _file_time(source: str) -> float:
+    """When a session without times (a SWE-agent ``.traj``) was written: its file's; it had been
+    the import's, and an old trajectory listed as the newest run."""
+    try:
+        return Path(source).stat().st_mtime
+    except OSError:
+        return time.time()
