@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-AGENT_KINDS = ("assistant", "tool_call", "llm_response", "hypothesis", "verdict", "note")
+AGENT_KINDS = ("assistant", "reasoning", "tool_call", "llm_response", "hypothesis", "verdict", "note")
 # Our own hunts' observations of the world: measuring a commit in a bisection is not naming it.
 OBSERVATIONS = {
     "probe_budget",

@@ -49,7 +49,7 @@ def test_every_session_imports_with_its_format_detected(path, tmp_path):
     assert res["format"] == REAL[path] and res["skipped"] == 0 and res["new"]
     evs = events(db, res["run_id"])
     assert len(evs) == res["events"] > 3
-    assert {e["kind"] for e in evs} <= {"system", "user", "assistant", "tool_call", "tool_result"}
+    assert {e["kind"] for e in evs} <= {"system", "user", "assistant", "reasoning", "tool_call", "tool_result"}
     assert all(json.loads(e["payload"])["raw"] is not None for e in evs)  # the native record, beside each event
     calls = [json.loads(e["payload"])["call_id"] for e in evs if e["kind"] == "tool_call"]
     results = [json.loads(e["payload"])["call_id"] for e in evs if e["kind"] == "tool_result"]
@@ -365,3 +365,25 @@ def test_a_swe_agent_trajectory_keeps_its_last_action_and_each_actions_time(tmp_
     assert took == [float(t["execution_time"]) for t in raw["trajectory"]]
     run = json.loads(sleuth("show", res["run_id"], "--db", str(db), "--json").stdout)["run"]
     assert run["started"] == 1_700_000_000  # its file's time: the trajectory keeps none
+
+
+def test_an_agents_reasoning_is_kept_apart_searchable_and_never_exported_as_what_it_said(tmp_path):
+    """A trial: opencode's six reasoning parts were dropped (`sleuth search 'Planning new scraping'`:
+    no match, so no score could find a cause named only there), an aborted response came in as an
+    empty reply, and the tools' run times were left out."""
+    path = FIXTURES / "opencode" / "session__neon-river__ses_39b623ce7ffeILPe9UgDcyGicH.json"
+    db = tmp_path / "r.db"
+    run = json.loads(sleuth("import", str(path), "--db", str(db), "--json").stdout)["run_id"]
+    evs = events(db, run)
+    thinking = [e["text"] for e in evs if e["kind"] == "reasoning"]
+    assert len(thinking) == 6 and thinking[0] == "**Planning new scraping skill**"
+    assert run in sleuth("search", "Planning new scraping", "--db", str(db)).stdout
+    aborted = [e for e in evs if e["kind"] == "assistant" and json.loads(e["payload"])["is_error"]]
+    assert [e["text"] for e in aborted] == ["[MessageAbortedError] The operation was aborted."]
+    assert all(e["duration_s"] is not None for e in evs if e["kind"] == "tool_result")
+    # The export keeps it as ATIF's reasoning, and out of the messages the agent sent.
+    atif = json.loads(sleuth("export", run, "--format", "atif", "--db", str(db)).stdout)
+    assert sum("reasoning_content" in s for s in atif["steps"]) >= 1
+    assert "Planning new scraping skill" in json.dumps([s.get("reasoning_content") for s in atif["steps"]])
+    messages = sleuth("export", run, "--format", "openai-messages", "--db", str(db)).stdout
+    assert "Planning new scraping" not in messages

@@ -25,6 +25,13 @@ def _turns(events: list[dict]) -> list[dict]:
     """Events folded into turns: {role, text, calls: [{id, name, args, result, is_error}], usage, t, model}."""
     turns: list[dict] = []
     by_id: dict[str, dict] = {}
+    pending_reasoning: list[str] = []
+
+    def think(turn: dict) -> None:  # the reasoning that came before it, on the agent's turn
+        if pending_reasoning:
+            turn["reasoning"] = "\n".join(filter(None, [turn.get("reasoning"), *pending_reasoning]))
+            pending_reasoning.clear()
+
     for e in events:
         kind, p = e["kind"], _payload(e)
         if kind in ("system", "user"):
@@ -38,6 +45,7 @@ def _turns(events: list[dict]) -> list[dict]:
             if agent is None:
                 agent = {"role": "assistant", "text": "", "calls": [], "t": e.get("t")}
                 turns.append(agent)
+            think(agent)
             call = {"id": call_id, "name": name, "args": args, "result": None, "is_error": False}
             agent["calls"].append(call)
             by_id[call_id] = call
@@ -64,6 +72,9 @@ def _turns(events: list[dict]) -> list[dict]:
             if call is not None:
                 call["result"], call["is_error"] = text, bool(p.get("is_error") or p.get("error"))
             continue
+        if kind == "reasoning":  # the thinking before the agent's next turn: never its content
+            pending_reasoning.append(e["text"])
+            continue
         # assistant, llm_response, and our hypothesis / verdict / measurement / note / approval / error
         if kind == "llm_request":
             continue
@@ -73,7 +84,12 @@ def _turns(events: list[dict]) -> list[dict]:
             last["text"] += "\n" + text
         else:
             turns.append({"role": "assistant", "text": text, "calls": [], "t": e.get("t"), "model": p.get("model")})
+        think(turns[-1])
         _add_usage(turns[-1], p)
+    if pending_reasoning:  # thinking after the agent's last word
+        last = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
+        if last is not None:
+            think(last)
     return turns
 
 
@@ -144,6 +160,8 @@ def to_atif(run: dict, events: list[dict]) -> dict[str, Any]:
             step["timestamp"] = datetime.fromtimestamp(t["t"], UTC).isoformat().replace("+00:00", "Z")
         if t["role"] == "assistant" and t.get("model"):
             step["model_name"] = t["model"]
+        if t.get("reasoning"):
+            step["reasoning_content"] = t["reasoning"]
         if t["calls"]:
             step["tool_calls"] = [
                 {

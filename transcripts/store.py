@@ -28,6 +28,7 @@ EVENT_KINDS = (
     "system",  # system / user / assistant: the dialogue of an imported session
     "user",
     "assistant",
+    "reasoning",  # an imported agent's thinking, kept apart from what it said
     "llm_request",
     "llm_response",
     "tool_call",

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-StepKind = Literal["system", "user", "assistant", "tool_call", "tool_result"]
+StepKind = Literal["system", "user", "assistant", "reasoning", "tool_call", "tool_result"]
 FORMATS = ("opencode", "claude-code", "swe-agent", "mini-swe-agent", "openai-messages")
 
 

@@ -137,8 +137,11 @@ def read(path: Path, skip_bad: bool = False) -> Session:
                         raw=obj,
                     )
                 )
+            elif kind == "thinking" and (block.get("thinking") or "").strip():
+                steps.append(Step(kind="reasoning", text=block["thinking"], t=t, model=model, raw=obj))
+                continue  # the response's usage goes on what it said or called
             else:
-                continue  # thinking / redacted_thinking: not a step of the dialogue
+                continue  # redacted_thinking (nothing to read), and blocks of no step
             usage = None
         return steps
 

@@ -45,6 +45,8 @@ def message_steps(info: dict, parts: list[dict], s: Session) -> list[Step]:
         if kind == "text" and not p.get("synthetic"):
             who = "user" if role == "user" else "assistant"
             steps.append(Step(kind=who, text=p["text"], t=pt, model=model if who == "assistant" else None, raw=p))
+        elif kind == "reasoning" and (p.get("text") or "").strip():  # dropped, and search found none of it
+            steps.append(Step(kind="reasoning", text=p["text"], t=pt, model=model, raw=p))
         elif kind == "tool":
             st = p["state"]
             args = st.get("input") or {}
@@ -69,15 +71,27 @@ def message_steps(info: dict, parts: list[dict], s: Session) -> list[Step]:
                         call_id=p["callID"],
                         is_error=st["status"] == "error",
                         t=_ms((st.get("time") or {}).get("end")) or pt,
+                        duration_s=_took(st.get("time") or {}),
                         raw=p,
                     )
                 )
     for step in steps:  # the message's usage goes on its first model-produced step
         if step.kind in ("assistant", "tool_call") and usage is not None:
             step.usage, usage = usage, None
-    if usage is not None:  # a response with no text or tools (reasoning only) still used tokens
+    failed = info.get("error") if role == "assistant" and isinstance(info.get("error"), dict) else None
+    if failed:  # an aborted or failed response (``MessageAbortedError``): it had read as an empty reply
+        why = (failed.get("data") or {}).get("message") or ""
+        said = f"[{failed.get('name') or 'error'}] {why}".strip()
+        steps.append(Step(kind="assistant", text=said, t=t, model=model, is_error=True, usage=usage, raw=info))
+    elif usage is not None:  # a response with no text or tools (reasoning only) still used tokens
         steps.append(Step(kind="assistant", text="", t=t, model=model, usage=usage, raw=info))
     return steps
+
+
+def _took(times: dict) -> float | None:
+    """A tool's run time from its part's ``time.start`` / ``time.end`` (epoch ms)."""
+    start, end = _ms(times.get("start")), _ms(times.get("end"))
+    return round(end - start, 3) if start is not None and end is not None and end >= start else None
 
 
 def read(path: Path, session_id: str | None = None, skip_bad: bool = False) -> Session:
