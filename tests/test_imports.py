@@ -314,6 +314,8 @@ def test_show_gives_each_call_and_its_result_one_line_and_marks_an_error_result(
     assert any("(+" in line and " lines)" in line for line in shown["opencode"])  # a file read: its first line
     denied = [line for line in shown["claude-code"] if "ERROR: " in line]
     assert len(denied) == 1 and "Write" in denied[0], denied
+    # Claude Code times its lines only: a call's time is its result's line's less its own
+    assert all(line.rstrip().endswith("s)") for line in shown["claude-code"] if " -> " in line)
 
 
 def test_a_truncated_copy_of_a_session_is_not_a_second_run_and_a_grown_one_updates_its_run(tmp_path):

@@ -76,6 +76,7 @@ def _write(store: Store, run_id: str, session: Session, replace: bool = False) -
         skipped=session.skipped,
     )
     events = []
+    called = {s.call_id: s.t for s in session.steps if s.kind == "tool_call" and s.call_id and s.t is not None}
     for s in session.steps:
         payload = {
             "tool": s.tool,
@@ -86,7 +87,10 @@ def _write(store: Store, run_id: str, session: Session, replace: bool = False) -
             "model": s.model,
             "raw": s.raw,
         }
-        events.append({"kind": s.kind, "text": s.text, "payload": payload, "t": s.t, "duration_s": s.duration_s})
+        took = s.duration_s
+        if took is None and s.kind == "tool_result" and s.t is not None and (at := called.get(s.call_id)) is not None:
+            took = round(s.t - at, 3) if s.t >= at else None  # a format that times only its lines (Claude Code)
+        events.append({"kind": s.kind, "text": s.text, "payload": payload, "t": s.t, "duration_s": took})
     with store.transaction():
         if replace:
             store.update_run(run_id, **fields)
