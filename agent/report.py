@@ -302,8 +302,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             lines.append(f"| {sha if sha.startswith('...') else f'`{sha}`'} | {files} | {why} |")
     lines += [
         "",
-        f"States measured: {hunt.probes} (--max-probes {hunt.budget.max_probes}); events: {len(hunt.events)} "
-        "(`timeline.md` beside this report).  ",
+        f"States measured: {hunt.probes} (--max-probes {hunt.budget.max_probes}); steps: {len(hunt.events)} "
+        f"(`timeline.md` beside this report; with every tool call, `sleuth show {hunt.run_id}`).  ",
         f"Cost: {cost_said(hunt)}.",
     ]
     return "\n".join(lines) + "\n"

@@ -71,7 +71,8 @@ def test_a_noisy_one_point_two_x_regression_is_decided_within_the_default_budget
     events = (run_dir / "timeline.md").read_text().splitlines()[2:]
     assert "## Timeline" not in report and len(report.splitlines()) < 60, len(report.splitlines())
     # Every event the report counts (36 to over 60, as the noise makes the hunt shorter or longer).
-    counted = int(re.search(r"events: (\d+) \(`timeline.md` beside this report\)", report).group(1))
+    # ("steps": the store's events, tool calls included, are many more: `sleuth show`, as it says)
+    counted = int(re.search(r"steps: (\d+) \(`timeline.md` beside this report; with every tool", report).group(1))
     assert len(events) == counted > 20 and events[0].startswith("- +") and "intake" in events[0], events[:2]
 
 
