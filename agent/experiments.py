@@ -388,13 +388,20 @@ _RUNNERS = {"exec", "env", "nohup", "setsid", "time"}
 _PYTHON = re.compile(r"python[0-9.]*$")
 
 
+def _runs_with(hunt: Hunt) -> str:
+    """What starts the measured code: the server's launch, or the benchmark command."""
+    return hunt.target.launch or hunt.target.command or ""
+
+
 def launch_python(hunt: Hunt) -> str:
     """The Python the launch runs its server with, where its last command names one
     (``PYTHONPATH={worktree} exec ~/venv/bin/python -m mlx_lm.server``), else ``python3`` (after
     the setup part, e.g. a venv activated): what the package snapshot and a package's old
     versions must be read and unpacked with. A trial's snapshot read the host's python3, which
-    had neither of the server's packages, and said "no evidence of a package change"."""
-    last = hunt.target.launch.split(" && ")[-1]
+    had neither of the server's packages, and said "no evidence of a package change". A
+    benchmark command (``--bench '~/proj/.venv/bin/python bench.py'``) names it the same way: its
+    snapshot had read the host's python3 too (a trial's project venv, invisible)."""
+    last = _runs_with(hunt).split(" && ")[-1]
     try:
         words = shlex.split(last)
     except ValueError:

@@ -230,3 +230,54 @@ def test_dist_info_times_name_what_was_installed_after_the_known_good_time_and_p
     assert wheel_version("flashinfer_python-0.6.14-cp39-abi3-linux_x86_64.whl", "flashinfer-python") == "0.6.14"
     assert wheel_version("numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl", "flashinfer-python") is None
     assert wheel_version("README.txt", "numpy") is None
+
+
+BENCH_WITH_LIB = """\
+import time
+import mylib
+t0 = time.perf_counter()
+for _ in range(3):
+    mylib.work()
+print(f"{time.perf_counter() - t0:.4f}")
+"""
+
+
+def test_a_benchmark_command_in_its_own_venv_has_its_changed_package_found_tried_and_pinned(tmp_path):
+    """A trial's project ran its benchmark with its own venv's python: the snapshot read the
+    host's python3 (no such package there) and, given the change by pip's log, the hunt said "a
+    benchmark command has no launch to put old versions in". The snapshot is read with the
+    interpreter the command names, and the old version goes first on the command's PYTHONPATH."""
+    import subprocess
+    import sys
+    import sysconfig
+    import zipfile
+
+    from evals.lab.builder import write_wheel
+    from tests.conftest import bench_repo
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)})
+    wheels = tmp_path / "wheelhouse"
+    for version, cost in (("1.0", 0.02), ("1.1", 0.08)):
+        write_wheel(
+            wheels, "mylib", version, {"mylib/__init__.py": f"import time\n\ndef work():\n    time.sleep({cost})\n"}
+        )
+    zipfile.ZipFile(wheels / "mylib-1.1-py3-none-any.whl").extractall(purelib)  # what pip install -U did
+    log = tmp_path / "pip.log"
+    log.write_text(
+        "2026-12-07T10:00:00 pip install -U mylib\n"
+        "2026-12-07T10:00:01     Found existing installation: mylib 1.0\n"
+        "2026-12-07T10:00:02 Successfully installed mylib-1.1\n"
+    )
+    repo, _git, head = bench_repo(tmp_path / "proj", BENCH_WITH_LIB)
+    before = tree_digest(Path(purelib))
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", head, "--good-value", "0.06", "--bench", f"{venv}/bin/python bench.py",
+        "--lower-is-better", "--pip-log", log, "--wheelhouse", wheels, "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "dependency" and v["root_cause"]["ref"] == "mylib", v["summary"]
+    assert "mylib 1.0 -> 1.1" in v["root_cause"]["summary"]
+    assert v["proposed_action"]["ref"] == "mylib==1.0"
+    assert tree_digest(Path(purelib)) == before  # the venv as it was: the old version only in an overlay

@@ -19,6 +19,7 @@ approves and runs (nothing is installed automatically).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 
@@ -336,13 +337,20 @@ def _measure_old(hunt: Hunt, rt: Runtime, group: list[Hypothesis], label: str) -
     where, why = overlay(hunt, rt, group)
     if where is None:
         return why
+    if hunt.target.command:  # a benchmark command: the old versions first on its PYTHONPATH
+        return rt.planned(hunt, label, "WORKTREE", env={"PYTHONPATH": where})
     return rt.planned(hunt, label, "WORKTREE", launch=with_pythonpath(hunt.target.launch, where))
+
+
+# A benchmark command that sets PYTHONPATH itself would override the old versions put first on it.
+_SETS_PYTHONPATH = re.compile(r"(^|[\s;&|])(export\s+)?PYTHONPATH=")
 
 
 def test(hunt: Hunt, rt: Runtime, h: Hypothesis) -> None:
     group = [x for x in hunt.hypotheses if x.category == CATEGORY and x.status == "open"]
-    if hunt.target.command:
-        experiments.set_verdict(group, "inconclusive", "a benchmark command has no launch to put old versions in", [])
+    if hunt.target.command and _SETS_PYTHONPATH.search(hunt.target.command):
+        why = "the benchmark command sets PYTHONPATH itself: old versions put first on it would not be seen"
+        experiments.set_verdict(group, "inconclusive", why, [])
         return
     old = _measure_old(hunt, rt, group, "deps-old")
     if isinstance(old, str):
