@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent.categories.environment import launch_env, tuning_vars
-from agent.categories.history import bisect_history, subject_of
+from agent.categories.history import NothingExecutedChanged, bisect_history, subject_of
 from agent.categories.uncommitted import server_args
 from agent.experiments import ab, explains, min_effect_pct, setup_prefix
 from agent.runtime import RecordedError, Runtime
@@ -286,7 +286,10 @@ class Surface:
         says they revert it: a step undone there is history, not the cause at ``bad`` (the model
         is shown it, as ``history.at_head`` acts on it)."""
         h = self.hunt
-        parents, res = bisect_history(h, self.rt, args.good, args.bad)
+        try:
+            parents, res = bisect_history(h, self.rt, args.good, args.bad)
+        except NothingExecutedChanged as exc:  # the model is told, as the methodical policy acts on it
+            return {"commits": len(h.bisected), "culprits": [], "pruned": h.pruned, "finding": str(exc)}
         return {
             "commits": len(parents),
             "probes": res.probes,

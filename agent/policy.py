@@ -260,6 +260,13 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
         categories.BY_NAME[cats[0]].name(hunt, rt, sup)
     except BisectError as exc:  # an end of the range stopped measuring: the finding, not a crash
         _bisection_stopped(hunt, rt, sup, str(exc))
+    except history.NothingExecutedChanged as exc:  # the code did not change what runs: not history
+        for h in sup:
+            if h.category == history.NAME:
+                h.status, h.reason = "refuted", f"{h.reason}; {exc}"
+        rt.say(hunt, "localize", f"history refuted: {exc}")
+        hunt.culprits, hunt.bisected = [], []
+        localize(hunt, rt)  # the rest of the ledger, or a drop outside the repository
 
 
 def _bisection_stopped(hunt: Hunt, rt: Runtime, sup: list[Hypothesis], why: str) -> None:

@@ -304,3 +304,26 @@ def test_a_known_good_ref_that_is_head_itself_states_no_history_hypothesis(tmp_p
     head = git("rev-parse", "HEAD")
     said = [e["text"] for e in Store(db).events(run) if e["text"].startswith("no history hypothesis")]
     assert said == [f"no history hypothesis: the known-good ref given is HEAD itself ({head[:10]})"], said
+
+
+def test_a_range_whose_every_commit_touches_no_executed_file_names_no_commit(tmp_path):
+    """A trial's hunt: one README-only commit since the good one, a noisy A/B of the ends that
+    read "different", and then "bisecting 0 of 1 commits" named that commit, "likely". A range of
+    pruned commits is no suspect: history is refuted, and the drop is said to lie outside the repo.
+    (Here the benchmark does read the README, so that the ends really differ, as the noise made
+    them differ: the pruning is what is trusted.)"""
+    from tests.conftest import bench_repo
+
+    bench = "import pathlib\nimport lib\nprint(lib.COST * len(pathlib.Path('README.md').read_text()) / 2000)\n"
+    repo, git, good = bench_repo(tmp_path / "proj", bench, {"lib.py": "COST = 1.0\n", "README.md": "x" * 40 + "\n"})
+    (repo / "README.md").write_text("x" * 200 + "\n")
+    git("commit", "-qam", "docs: explain bench output")
+    proc = sleuth_in_process(
+        "hunt", "--repo", repo, "--good", good, "--good-value", "0.02", "--bench", "python3 bench.py",
+        "--lower-is-better", "--db", tmp_path / "r.db", "--json",
+    )  # fmt: skip
+    v = json.loads(proc.stdout)
+    assert v["root_cause"]["kind"] == "external", v["summary"]
+    history = next(h for h in v["hypotheses"] if h["category"] == "history")
+    assert history["status"] == "refuted" and "touches a file the workload executes" in history["reason"]
+    assert not v["culprits"]

@@ -105,6 +105,12 @@ def ref_growth(hunt: Hunt, rt: Runtime) -> float:
     return 1.5 if rt.dear_launches(hunt) else 1.0
 
 
+class NothingExecutedChanged(RuntimeError):
+    """Every commit of the range touches no file the workload executes: no commit of it can be
+    the cause, whatever an A/B of its ends said (a trial's noisy A/B of a README-only commit's
+    ends read "different", and the hunt named that commit "likely" after bisecting 0 of 1)."""
+
+
 def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tuple[list[str], BisectResult]:
     """Bisect good..bad with the hunt's probes (budgeted, recorded); the culprits land in
     ``hunt.culprits`` and every probed commit's samples in its measurements."""
@@ -113,6 +119,11 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     parents = rt.rev_list(hunt, good, head)
     hunt.bisected = list(reversed(list(parents)))  # rev-list is newest first (topological)
     no_ops = _prune(hunt, rt, good, head, parents)
+    if parents and set(parents) <= set(no_ops):
+        raise NothingExecutedChanged(
+            f"none of the {len(parents)} commit(s) {good[:10]}..{head[:10]} touches a file the workload executes "
+            "(each pruned, above): the difference is not in these commits"
+        )
     rt.say(
         hunt, "localize", f"bisecting {len(parents) - len(no_ops)} of {len(parents)} commits {good[:10]}..{head[:10]}"
     )
