@@ -33,6 +33,20 @@ def test_pips_log_gives_each_package_its_first_old_and_last_new_version():
     assert pip_log_changes(PIP_LOG) == {"flashinfer-python": ("0.6.14", "0.6.16"), "torch": ("2.8.0", "2.9.0")}
 
 
+def test_a_log_of_trials_that_ends_where_it_began_gives_its_last_change():
+    """A trial's log: 3.20.1 installed, back to 3.19.3, then 3.20.1 again (the regression). The
+    first old and last new version are one (3.20.1 -> 3.20.1), and the change was dropped."""
+    log = (
+        "2026-12-07T21:50:00 Successfully installed simplejson-3.20.1\n"
+        "2026-12-07T22:00:00     Found existing installation: simplejson 3.20.1\n"
+        "2026-12-07T22:00:01 Successfully installed simplejson-3.19.3\n"
+        "2026-12-07T22:16:00     Found existing installation: simplejson 3.19.3\n"
+        "2026-12-07T22:16:01 Successfully installed simplejson-3.20.1\n"
+    )
+    assert pip_log_changes(log) == {"simplejson": ("3.19.3", "3.20.1")}
+    assert [c.describe() for c in from_pip_log(log, {"simplejson": "3.20.1"})] == ["simplejson 3.19.3 -> 3.20.1"]
+
+
 def test_a_logged_change_counts_only_while_the_logged_version_is_installed():
     now = {"torch": "2.9.0", "flashinfer_python": "0.6.15"}  # flashinfer was put back by hand since
     assert [(c.name, c.old, c.new) for c in from_pip_log(PIP_LOG, now)] == [("torch", "2.8.0", "2.9.0")]
@@ -281,3 +295,17 @@ def test_a_benchmark_command_in_its_own_venv_has_its_changed_package_found_tried
     assert "mylib 1.0 -> 1.1" in v["root_cause"]["summary"]
     assert v["proposed_action"]["ref"] == "mylib==1.0"
     assert tree_digest(Path(purelib)) == before  # the venv as it was: the old version only in an overlay
+    # A log whose every change is gone since (reinstalled by hand) is read and said, not passed over.
+    log.write_text(log.read_text() + (
+        "2026-12-07T11:00:00     Found existing installation: mylib 1.1\n"
+        "2026-12-07T11:00:01 Successfully installed mylib-1.2\n"
+    ))  # fmt: skip
+    db = tmp_path / "r2.db"
+    sleuth_in_process(
+        "hunt", "--repo", repo, "--good", head, "--good-value", "0.06", "--bench", f"{venv}/bin/python bench.py",
+        "--lower-is-better", "--pip-log", log, "--max-probes", "3", "--db", db, "--json",
+    )  # fmt: skip
+    said = [e["text"] for e in Store(db).events(Store(db).runs()[0]["id"]) if "pip's log" in e["text"]]
+    assert any("records 1 install(s) (mylib 1.0 -> 1.2), none of them a change still installed" in t for t in said), (
+        said
+    )

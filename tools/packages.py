@@ -142,19 +142,31 @@ _INSTALLED = re.compile(r"Successfully installed (.+)$")
 
 def pip_log_changes(text: str) -> dict[str, tuple[str | None, str]]:
     """``{name: (old, new)}`` from pip's log, the oldest version a package had in the log and the
-    newest it was given (a package installed twice shows its first old and its last new)."""
-    old: dict[str, str] = {}
+    newest it was given (a package installed twice shows its first old and its last new). Where
+    those are one version (a log of trials: 3.20.1, back to 3.19.3, to 3.20.1 again), or the first
+    install added it, the change is the last install that changed it (3.19.3 -> 3.20.1): it had
+    read as no change at all."""
+    found: dict[str, str] = {}  # the version each package had before the install under way
+    first: dict[str, str | None] = {}
+    last_change: dict[str, tuple[str | None, str]] = {}
     out: dict[str, tuple[str | None, str]] = {}
     for line in text.splitlines():
         if m := _FOUND.search(line):
-            old.setdefault(norm(m.group(1)), m.group(2))
+            found[norm(m.group(1))] = m.group(2)
         elif m := _INSTALLED.search(line):
             for item in m.group(1).split():
                 name, _, version = item.rpartition("-")
                 if name and version:
                     key = norm(name)
-                    first = out[key][0] if key in out else old.get(key)
-                    out[key] = (first, version)
+                    before = found.pop(key, None)
+                    first.setdefault(key, before)
+                    if before != version:
+                        last_change[key] = (before, version)
+                    out[key] = (first[key], version)
+    for key, (old, new) in out.items():
+        last = last_change.get(key)
+        if last is not None and last[1] == new and last[0] is not None and (old == new or old is None):
+            out[key] = last  # (None, v): added in the log, then changed: the change is what a test can undo
     return out
 
 

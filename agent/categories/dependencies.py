@@ -38,6 +38,7 @@ from tools.packages import (
     installed_since,
     norm,
     overlay_dir,
+    pip_log_changes,
     snapshot_command,
     wheel_name,
     wheel_version,
@@ -127,6 +128,13 @@ def _recorded(hunt: Hunt, rt: Runtime, now: dict[str, str]) -> list[Change] | No
     ref = rt.observe(hunt, "package_reference", {"repo": t.repo, "host": t.host}, live)
     if ref:
         hunt.package_reference = f"the snapshot of run {ref['run']} (measured good)"
+        if t.pip_log:  # given, and not read: said (a trial's log was passed over without a word)
+            rt.say(
+                hunt,
+                "plan",
+                f"dependencies: the reference is the snapshot of run {ref['run']}, which measured good here; "
+                f"pip's log {t.pip_log} is not read (a good snapshot comes first)",
+            )
         return diff(ref["dists"], _stored(hunt.packages), f"snapshot of run {ref['run']}")
     if t.pip_log:
         res = rt.shell(hunt, f"cat {shlex.quote(t.pip_log)}", timeout=30)
@@ -134,7 +142,17 @@ def _recorded(hunt: Hunt, rt: Runtime, now: dict[str, str]) -> list[Change] | No
             rt.say(hunt, "plan", f"dependencies: cannot read the pip log {t.pip_log}: {res['stderr'].strip()[:200]}")
             return None
         hunt.package_reference = f"pip's log {t.pip_log}"
-        return from_pip_log(res["stdout"], now)
+        found = from_pip_log(res["stdout"], now)
+        logged = pip_log_changes(res["stdout"])
+        if logged and not found:  # read, and why nothing of it counts (a trial saw no word of its log)
+            listed = ", ".join(f"{k} {o or '?'} -> {n}" for k, (o, n) in sorted(logged.items())[:5])
+            rt.say(
+                hunt,
+                "plan",
+                f"dependencies: pip's log {t.pip_log} records {len(logged)} install(s) ({listed}), none of them "
+                "a change still installed at the logged version",
+            )
+        return found
     good, move = _good_commit(hunt, rt)
     moved = False
     if good is not None:
