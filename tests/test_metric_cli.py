@@ -124,3 +124,13 @@ def test_bad_metric_flags_are_one_line_exit_2(repo, tmp_path, args, message):
     proc = sleuth_in_process("hunt", "--repo", str(path), "--good", "HEAD~1", *args, "--db", str(tmp_path / "r.db"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_number_read_by_regex_is_called_by_the_name_the_regex_reads_it_after():
+    """A trial's hunt with `--metric-regex 'roundtrips_per_s ([\\d.]+)'` said "now: 84.2 value" in
+    every line; a regex that names nothing keeps "value"."""
+    from agent.metric_opts import resolve_metric
+
+    named = resolve_metric(None, r"roundtrips_per_s ([\d.]+)", None, False, "python3 bench.py")
+    assert named.metric == "roundtrips_per_s" and named.higher_is_better and named.regex
+    assert resolve_metric(None, r"([\d.]+) ms", None, True, "python3 bench.py").metric == "value"
