@@ -18,8 +18,11 @@ truth.json and knows nothing of any particular scenario.
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from functools import cache
+from statistics import median
 
 from agent import categories, multiple, residual
 from agent.categories import broken, dependencies, environment, history
@@ -29,6 +32,7 @@ from agent.state import Action, Hunt, Hypothesis, Measured
 from tools.bisect import BisectError, ProbeError
 from tools.measure import BrokenState, StateFailure
 from tools.packages import Change
+from tools.stats import compare
 from tools.text import first_line
 
 LEAST_DROP_PCT = 1.0  # ...nor one under this, whatever the alert reports (a machine's load moves a benchmark that much)
@@ -222,6 +226,13 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
                 return
             _external(hunt, alike)
             return
+        if hunt.regression.get("delta_pct") is None and (before := _slower_than_before(hunt, rt, alike)):
+            # No alert's value, but the store's record of the same code: as a drop beyond noise.
+            if _allowed(hunt, environment.NAME) and environment.rest(hunt, rt):
+                localize(hunt, rt)
+                return
+            _external(hunt, alike, before)
+            return
         hunt.root_kind, hunt.status = "none", "concluded"
         r = hunt.regression
         within = (
@@ -302,7 +313,56 @@ def _alert_within_noise(hunt: Hunt) -> bool:
     return abs(good - now.median) <= 2 * now.cv * abs(now.median)
 
 
-def _external(hunt: Hunt, alike: Hypothesis) -> None:
+# Labels of a run's measurements of a commit as the target runs it (no variable blanked, no patch,
+# no overlay): what an earlier run measured the same code at.
+PLAIN_LABELS = ("now", "HEAD", "good-candidate")
+SAME_WORKLOAD = {"launch", "command", "metric", "metric_regex", "bench_output", "workload", "host"}
+
+
+def _slower_than_before(hunt: Hunt, rt: Runtime, alike: Hypothesis) -> str | None:
+    """Without an alert's good value "no regression" means the known-good commit measures like
+    HEAD; but where an earlier run here measured that same commit, with the same workload, and it
+    is slower now beyond noise, the code is not what changed: the drop is outside the repository.
+    A trial's hunt said "no regression", exit 0, 80 % below its own good run of 20 minutes before.
+    Sets ``hunt.regression`` from the two; returns where the earlier number comes from."""
+    good = next((m for m in hunt.measurements if m.id in alike.evidence and m.ref == hunt.good_candidate), None)
+    if good is None or not good.samples:
+        return None
+    t = hunt.target
+    where = t.repo + (f" on {t.host}" if t.host else "")
+    mine = t.model_dump(mode="json", include=SAME_WORKLOAD)
+
+    def live() -> dict | None:
+        if rt.store is None or not hasattr(rt.store, "measured_before"):
+            return None
+        for row in rt.store.measured_before(good.ref, where, PLAIN_LABELS, hunt.run_id):
+            try:
+                theirs = json.loads(row["input"] or "{}").get("target") or {}
+            except ValueError:
+                continue
+            if {k: theirs.get(k) for k in SAME_WORKLOAD} == mine:
+                return {"run": row["run"], "started": row["started"], "samples": json.loads(row["samples"])}
+        return None
+
+    before = rt.observe(hunt, "measured_before", {"ref": good.ref, "target": where}, live)
+    if not before or len(before["samples"]) < 3:
+        return None
+    then, now = median(before["samples"]), good.median
+    worse = (then - now if t.higher_is_better else now - then) / abs(then) * 100 if then else 0.0
+    if worse < MIN_DROP_PCT or compare(before["samples"], good.samples, interval=False).verdict != "different":
+        return None
+    hunt.regression = {
+        "metric": t.metric,
+        "good": round(then, 4),
+        "bad": round(now, 4),
+        "delta_pct": round((now - then) / abs(then) * 100, 2),
+        "noise_cv_pct": round(good.cv * 100, 2),
+    }
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(before["started"])) if before.get("started") else "before"
+    return f"run {before['run']}'s measurement of the same commit {good.ref[:10]} ({when})"
+
+
+def _external(hunt: Hunt, alike: Hypothesis, good_from: str = "the alert's good") -> None:
     """A drop reproduced beyond noise that nothing in the repository explains: not ``none`` (which
     means "no regression beyond noise"), but ``external``, with what was measured and what remains
     to look at (packages, driver, the host)."""
@@ -311,7 +371,7 @@ def _external(hunt: Hunt, alike: Hypothesis) -> None:
     cats = sorted({h.category for h in refuted})
     hunt.root_kind, hunt.status = "external", "concluded"
     hunt.root_summary = (
-        f"a real drop that nothing in the repository explains: now {r['bad']:g} vs the alert's good {r['good']:g} "
+        f"a real drop that nothing in the repository explains: now {r['bad']:g} vs {good_from} {r['good']:g} "
         f"{r['metric']} ({r['delta_pct']:+.1f}%, noise CV {r['noise_cv_pct']:.1f}%), but the known-good commit "
         f"measures like HEAD ({alike.reason})"
         + (f"; refuted too: {', '.join(cats)} ({len(refuted)} hypotheses)" if cats else "")

@@ -166,3 +166,25 @@ def test_an_approved_revert_says_how_much_of_the_drop_it_recovered_without_an_al
     v = hunt_bench(repo, good, tmp_path / "r.db", "--yes")
     assert v["proposed_action"]["status"] == "applied", v["proposed_action"]
     assert 80 < v["after"]["recovered_pct_of_drop"] < 120, v["after"]
+
+
+def test_the_same_code_slower_than_an_earlier_run_measured_it_is_a_drop_outside_the_repository(tmp_path):
+    """A trial's second hunt, with only `--good` (no alert's value), found the good commit measuring
+    like HEAD and said "no regression", exit 0, while both were 80 % below what its first hunt had
+    measured the same good commit at 20 minutes before (a package had changed under it)."""
+    cost = tmp_path / "cost"  # outside the repository: what the machine does to the benchmark
+    cost.write_text("0.01")
+    bench = f"import pathlib, time\nimport lib\nt = float(pathlib.Path({str(cost)!r}).read_text())\n"
+    bench += "t0 = time.perf_counter()\ntime.sleep(t * lib.COST)\nprint(time.perf_counter() - t0)\n"
+    repo, git, good = bench_repo(tmp_path / "proj", bench)
+    (repo / "lib.py").write_text("COST = 1.0  # tuned\n")
+    git("commit", "-qam", "lib: a comment")
+    db = tmp_path / "r.db"
+    first = hunt_bench(repo, good, db)
+    assert first["root_cause"]["kind"] == "none", first["summary"]
+    cost.write_text("0.05")
+    second = hunt_bench(repo, good, db)
+    summary = second["root_cause"]["summary"]
+    assert second["root_cause"]["kind"] == "external", summary
+    assert f"run {first['run_id']}'s measurement of the same commit {good[:10]}" in summary, summary
+    assert second["regression"]["delta_pct"] > 100 and second["proposed_action"]["kind"] == "investigate"

@@ -532,6 +532,19 @@ class Store:
             {"run": rows[0]["run"], "taken": rows[0]["taken"], "dists": json.loads(rows[0]["dists"])} if rows else None
         )
 
+    def measured_before(self, ref: str, target: str, labels: tuple[str, ...], exclude_run: str) -> list[dict]:
+        """Measurements of commit ``ref`` under one of ``labels`` by other runs of ``target`` (the
+        run row's "repo [on host]"), newest run first, each with its run's ``input`` and start."""
+        marks = ", ".join("?" * len(labels))
+        rows = self.db.execute(
+            "select m.run, m.label, m.samples, m.median, m.metric, r.started, r.input from measurements m "
+            f"join runs r on r.id = m.run where m.ref = ? and r.target = ? and m.label in ({marks}) and r.id != ? "
+            "order by r.started desc",
+            [ref, target, *labels, exclude_run],
+        ).fetchall()
+        keys = ("run", "label", "samples", "median", "metric", "started", "input")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
     @_writes
     def put_hypotheses(self, run_id: str, hypotheses: list[dict]) -> None:
         for h in hypotheses:
