@@ -224,14 +224,14 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             if _allowed(hunt, environment.NAME) and environment.rest(hunt, rt):
                 localize(hunt, rt)  # named as any supported variable is
                 return
-            _external(hunt, alike)
+            _external(hunt, _like_head(alike))
             return
         if hunt.regression.get("delta_pct") is None and (before := _slower_than_before(hunt, rt, alike)):
             # No alert's value, but the store's record of the same code: as a drop beyond noise.
             if _allowed(hunt, environment.NAME) and environment.rest(hunt, rt):
                 localize(hunt, rt)
                 return
-            _external(hunt, alike, before)
+            _external(hunt, _like_head(alike), before)
             return
         hunt.root_kind, hunt.status = "none", "concluded"
         r = hunt.regression
@@ -246,6 +246,16 @@ def localize(hunt: Hunt, rt: Runtime) -> None:
             f"no regression between the known-good ref and now on this machine ({alike.reason}){within}; "
             f"every hypothesis refuted. If {seen} is real, look outside the repo: packages, driver, machine"
         )
+        return
+    head_is_good = hunt.good_candidate is not None and hunt.good_candidate == hunt.head_sha
+    if not sup and head_is_good and hunt.regression.get("delta_pct") is not None and not _alert_within_noise(hunt):
+        # The known-good commit is HEAD itself (no history to suspect): a drop beyond noise from
+        # the good value that nothing else explains is outside the repository, as when the
+        # known-good commit measures like HEAD. A trial's hunt said "inconclusive ... unexplained".
+        if _allowed(hunt, environment.NAME) and environment.rest(hunt, rt):
+            localize(hunt, rt)
+            return
+        _external(hunt, f"the known-good commit is HEAD itself ({hunt.head_sha[:10]})")
         return
     if not sup:
         hunt.status = "inconclusive"
@@ -362,7 +372,11 @@ def _slower_than_before(hunt: Hunt, rt: Runtime, alike: Hypothesis) -> str | Non
     return f"run {before['run']}'s measurement of the same commit {good.ref[:10]} ({when})"
 
 
-def _external(hunt: Hunt, alike: Hypothesis, good_from: str = "the alert's good") -> None:
+def _like_head(alike: Hypothesis) -> str:
+    return f"the known-good commit measures like HEAD ({alike.reason})"
+
+
+def _external(hunt: Hunt, not_the_code: str, good_from: str = "the alert's good") -> None:
     """A drop reproduced beyond noise that nothing in the repository explains: not ``none`` (which
     means "no regression beyond noise"), but ``external``, with what was measured and what remains
     to look at (packages, driver, the host)."""
@@ -372,8 +386,7 @@ def _external(hunt: Hunt, alike: Hypothesis, good_from: str = "the alert's good"
     hunt.root_kind, hunt.status = "external", "concluded"
     hunt.root_summary = (
         f"a real drop that nothing in the repository explains: now {r['bad']:g} vs {good_from} {r['good']:g} "
-        f"{r['metric']} ({r['delta_pct']:+.1f}%, noise CV {r['noise_cv_pct']:.1f}%), but the known-good commit "
-        f"measures like HEAD ({alike.reason})"
+        f"{r['metric']} ({r['delta_pct']:+.1f}%, noise CV {r['noise_cv_pct']:.1f}%), but {not_the_code}"
         + (f"; refuted too: {', '.join(cats)} ({len(refuted)} hypotheses)" if cats else "")
         + _packages_said(hunt)
         + ". What remains is outside the repository: installed packages (pip's log), the driver, the host"

@@ -188,3 +188,18 @@ def test_the_same_code_slower_than_an_earlier_run_measured_it_is_a_drop_outside_
     assert second["root_cause"]["kind"] == "external", summary
     assert f"run {first['run_id']}'s measurement of the same commit {good[:10]}" in summary, summary
     assert second["regression"]["delta_pct"] > 100 and second["proposed_action"]["kind"] == "investigate"
+
+
+def test_a_drop_from_the_good_value_at_the_known_good_commit_itself_is_outside_the_repository(tmp_path):
+    """A trial's first hunt: `--good v1.0`, which was HEAD, and the good value it had measured
+    there; a package had changed since. "Inconclusive: the regression is real but unexplained" is
+    the code's clean bill said as a shrug: the same commit is slower, so the cause is outside."""
+    cost = tmp_path / "cost"
+    cost.write_text("0.05")
+    bench = f"import pathlib, time\nimport lib\nt = float(pathlib.Path({str(cost)!r}).read_text())\n"
+    bench += "t0 = time.perf_counter()\ntime.sleep(t * lib.COST)\nprint(time.perf_counter() - t0)\n"
+    repo, _git, head = bench_repo(tmp_path / "proj", bench)
+    v = hunt_bench(repo, head, tmp_path / "r.db", "--good-value", "0.01")
+    summary = v["root_cause"]["summary"]
+    assert v["root_cause"]["kind"] == "external" and f"the known-good commit is HEAD itself ({head[:10]})" in summary
+    assert v["proposed_action"]["kind"] == "investigate"
