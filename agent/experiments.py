@@ -76,13 +76,19 @@ def min_effect_pct(hunt: Hunt) -> float:
 
 
 def drop_ends(hunt: Hunt) -> tuple[float, float] | None:
-    """The drop's two ends: the alert's good and bad values; without them (a ``--bench`` hunt
-    given only a known-good ref), the supported history A/B's medians (good-candidate, HEAD), once
-    measured. Without this a 5 % floor judged every further step of an 80x drop: a commit measured
-    a few percent slower under load could be named beside the real culprit."""
+    """The drop's two ends: the alert's good and bad values (the good value alone: with the
+    reproduction's median as the bad end); without them (a ``--bench`` hunt given only a
+    known-good ref), the supported history A/B's medians (good-candidate, HEAD), once measured.
+    Without this a 5 % floor judged every further step of an 80x drop: a commit measured a few
+    percent slower under load could be named beside the real culprit."""
     t = hunt.target
     if t.good_value and t.bad_value:
         return t.good_value, t.bad_value
+    if t.good_value and hunt.regression.get("bad") is not None:
+        # Only the good value given (`--good-value`): the reproduction measured the bad end. A trial's
+        # 88 % drop judged each A/B by the 5 % of a drop of unknown size, and an A/B of two states
+        # both far below good (60 vs 62) grew to 48 samples a side before it could rule that out.
+        return t.good_value, hunt.regression["bad"]
     h = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "supported"), None)
     if h is None or len(h.evidence) < 2:
         return None

@@ -203,3 +203,16 @@ def test_a_drop_from_the_good_value_at_the_known_good_commit_itself_is_outside_t
     summary = v["root_cause"]["summary"]
     assert v["root_cause"]["kind"] == "external" and f"the known-good commit is HEAD itself ({head[:10]})" in summary
     assert v["proposed_action"]["kind"] == "investigate"
+
+
+def test_a_good_value_alone_sizes_the_drop_with_the_reproduced_number():
+    """A trial gave `--good-value 360` (no bad value) for a drop to 42: each A/B was judged by the
+    5 % of a drop of unknown size, and two states both near 60 grew to 48 samples a side before a
+    gain that could explain the drop was ruled out. The reproduction's median is the bad end."""
+    from agent.experiments import drop_ends, min_effect_pct
+
+    hunt = Hunt(run_id="r", target=Target(repo="/r", command="python3 b.py", metric="value", good_value=360.0))
+    assert drop_ends(hunt) is None and min_effect_pct(hunt) == 5.0  # before the reproduction
+    hunt.regression = {"metric": "value", "good": 360.0, "bad": 42.0, "delta_pct": -88.3, "noise_cv_pct": 30.0}
+    assert drop_ends(hunt) == (360.0, 42.0)
+    assert round(min_effect_pct(hunt), 1) == 22.1  # a quarter of the drop, from its larger end

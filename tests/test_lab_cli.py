@@ -17,7 +17,13 @@ def test_build_prints_what_it_built(write_spec, tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["scenario"] == "tiny" and len(out["head_sha"]) == 40
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["alert.json", "host", "repo", "truth.json", "world.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "alert.json",
+        "host",
+        "repo",
+        "truth.json",
+        "world.json",
+    ]
 
 
 def test_a_bad_spec_is_one_line_exit_2_and_nothing_written(write_spec, tmp_path):
