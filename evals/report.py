@@ -9,6 +9,8 @@ from pathlib import Path
 
 import matplotlib
 
+from tools.text import counted
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
@@ -94,7 +96,7 @@ def markdown(set_row: dict, rows: list[dict], out: Path) -> str:
         f"policy **{set_row.get('policy')}**"
         + (f", model {set_row['model']}" if set_row.get("model") else "")
         + f"; {agg['runs']} runs ({agg['crashed']} crashed, {agg['case_errors']} case errors), "
-        + f"{set_row.get('workers')} workers, "
+        + f"{counted(int(set_row.get('workers') or 0), 'worker')}, "
         + f"{(set_row.get('wall_s') or 0):.0f} s wall",
         "",
         f"- exact: **{agg['exact'] * 100:.0f} %**, graded {agg['graded'] * 100:.0f} %",

@@ -11,6 +11,7 @@ import typer
 
 from agent.cli import bad_input, db_path
 from evals.score import bad_root_cause, conclusion_of, first_named
+from tools.text import counted
 from transcripts.store import Store
 
 
@@ -43,15 +44,19 @@ def score(
         t = f", {res.seconds_from_start:.0f} s in" if res.seconds_from_start is not None else ""
         written = f" (written {res.as_written})" if res.as_written and res.as_written != root_cause else ""
         print(
-            f"{run_id}: named {root_cause}{written} at event #{res.seq} ({res.events_before} events and "
-            f"{res.tool_calls_before} of {res.tool_calls_total} tool calls before it{t})\n  ...{res.excerpt}..."
+            f"{run_id}: named {root_cause}{written} at event #{res.seq} ({counted(res.events_before or 0, 'event')} "
+            f"and {res.tool_calls_before} of {counted(res.tool_calls_total, 'tool call')} before it{t})"
+            f"\n  ...{res.excerpt}..."
         )
         if res.refuted:  # named, then dropped: the first mention was no finding
             print(f"  then refuted by the run itself: {_cut(res.refuted[0], 120)}")
         if res.abandoned:
             print(f"  abandoned ({len(res.abandoned)}): " + "; ".join(_cut(a, 70) for a in res.abandoned[:8]))
     else:
-        print(f"{run_id}: never named {root_cause} ({res.events_total} events, {res.tool_calls_total} tool calls)")
+        print(
+            f"{run_id}: never named {root_cause} ({counted(res.events_total, 'event')}, "
+            f"{counted(res.tool_calls_total, 'tool call')})"
+        )
     if not json_out:
         ended = _cut(res.conclusion, 160) if res.conclusion else "nothing"
         print(f"  its conclusion {'names it' if res.concluded else 'does not name it'}: {ended}")

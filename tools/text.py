@@ -31,3 +31,8 @@ def fenced(lines: list[str], info: str = "") -> list[str]:
     longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     fence = "`" * max(3, longest + 1)
     return [fence + info, *lines, fence]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and its noun, singular for one ("1 event", "3 events"): a trial read "1 events"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
