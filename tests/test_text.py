@@ -23,3 +23,9 @@ def test_the_first_line_that_says_something(value, line):
 
 def test_a_line_can_be_cut():
     assert first_line(ValueError("x" * 300), 200) == "x" * 200
+
+
+def test_a_count_of_one_takes_the_singular():
+    from tools.text import counted
+
+    assert [counted(n, "event") for n in (0, 1, 2)] == ["0 events", "1 event", "2 events"]
