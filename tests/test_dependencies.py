@@ -294,6 +294,10 @@ def test_a_benchmark_command_in_its_own_venv_has_its_changed_package_found_tried
     assert v["root_cause"]["kind"] == "dependency" and v["root_cause"]["ref"] == "mylib", v["summary"]
     assert "mylib 1.0 -> 1.1" in v["root_cause"]["summary"]
     assert v["proposed_action"]["ref"] == "mylib==1.0"
+    assert (
+        f"in the benchmark's environment: `{venv}/bin/python -m pip install mylib==1.0`"
+        in v["proposed_action"]["detail"]
+    )
     assert tree_digest(Path(purelib)) == before  # the venv as it was: the old version only in an overlay
     # A log whose every change is gone since (reinstalled by hand) is read and said, not passed over.
     log.write_text(log.read_text() + (

@@ -426,11 +426,15 @@ def name(hunt: Hunt, rt: Runtime, sup: list[Hypothesis]) -> None:
 
 
 def action(hunt: Hunt) -> Action:
-    """Pin the culprit(s) back: the exact command, for a person to run in the server's environment."""
+    """Pin the culprit(s) back: the exact command, for a person to run with the interpreter the
+    workload runs (a project's own venv: its python's pip, not the host's)."""
     pins = [_change(hunt, name.strip()).pin for name in (hunt.root_ref or "").split(",") if name.strip()]
-    cmd = "pip install " + " ".join(shlex.quote(p) for p in pins)
+    python = experiments.launch_python(hunt)
+    pip = "pip" if python == "python3" else f"{python} -m pip"
+    cmd = f"{pip} install " + " ".join(shlex.quote(p) for p in pins)
+    where = "the benchmark's environment" if hunt.target.command else "the server's environment"
     return Action(
         kind="pin",
         ref=", ".join(pins),
-        detail=f"pin {', '.join(pins)} in the server's environment: `{cmd}` (nothing is installed automatically)",
+        detail=f"pin {', '.join(pins)} in {where}: `{cmd}` (nothing is installed automatically)",
     )
