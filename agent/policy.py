@@ -368,7 +368,8 @@ def _slower_than_before(hunt: Hunt, rt: Runtime, alike: Hypothesis) -> str | Non
         "delta_pct": round((now - then) / abs(then) * 100, 2),
         "noise_cv_pct": round(good.cv * 100, 2),
     }
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(before["started"])) if before.get("started") else "before"
+    # In UTC: a replay elsewhere says the same (the recording's answer holds the time, not its zone).
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(before["started"])) if before.get("started") else "before"
     return f"run {before['run']}'s measurement of the same commit {good.ref[:10]} ({when})"
 
 
