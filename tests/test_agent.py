@@ -237,8 +237,10 @@ def test_sigterm_mid_probe_stops_servers_and_leaves_the_repo_intact(small, tmp_p
     runs = json.loads(sleuth_in_process("runs", "--db", tmp_path / "r.db", "--json").stdout)
     assert [(r["id"], r["status"]) for r in runs] == [(said.group(1), "interrupted")]
     resumed = sleuth_in_process("resume", said.group(1), "--db", tmp_path / "r.db", "--json")
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert json.loads(resumed.stdout)["status"] == "awaiting_approval"
+    got = json.loads(resumed.stdout) if resumed.stdout.strip().startswith("{") else {}
+    why = [(h["id"], h["category"], h["status"], h["reason"][:300]) for h in got.get("hypotheses", [])]
+    assert resumed.returncode == 0, (resumed.stderr[-2000:], got.get("summary"), why)  # (CI once: inconclusive)
+    assert got["status"] == "awaiting_approval"
 
 
 @pytest.mark.slow  # a hunt, then an approval (40-75 s): in .ci/run's slow step
