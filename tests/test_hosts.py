@@ -213,3 +213,40 @@ def test_paramikos_own_error_log_never_reaches_the_users_stderr():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_cleaning_up_after_a_host_that_stopped_answering_raises_nothing(tmp_path):
+    """A trial killed the sshd mid-hunt: the one line "host: ... stopped at its last checkpoint"
+    came, then 150 lines of tracebacks from the cleanup (`rm -rf` of scratch files on the host,
+    then the measurer's servers) and a generator finalized at interpreter exit. Every step of the
+    way out is tried, none raises for the host, and what the host held waits for the next start."""
+    from agent.runtime import Runtime
+    from agent.state import Hunt, Target
+    from tools.catalog import ToolContext
+
+    class Gone:
+        name = "gone"
+
+        def run(self, *a, **k):
+            raise HostError("ssh root@127.0.0.1:1: cannot connect")
+
+        def close(self):
+            raise HostError("ssh root@127.0.0.1:1: cannot connect")
+
+    class Measurer:
+        def close(self):
+            raise HostError("ssh root@127.0.0.1:1: cannot connect")
+
+    class Git:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    ctx = ToolContext.__new__(ToolContext)
+    ctx.__dict__.update(measurer=Measurer(), git=Git())
+    rt = Runtime(Hunt(run_id="r", target=Target(repo=str(tmp_path), host="gone")), tmp_path / "run")
+    rt.__dict__.update(host=Gone(), ctx=ctx)
+    rt.scratch.append("/tmp/sleuth-scratch-r")
+    rt.close()  # raised HostError from `rm -rf`, and never stopped the servers
+    assert ctx.git.closed and not rt.scratch

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from contextlib import suppress
 from functools import cached_property
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from tools.git import (
     ShowStat,
     open_repo,
 )
-from tools.host import Host, LocalHost
+from tools.host import Host, HostError, LocalHost
 from tools.measure import MeasureCache, Measurement, Measurer, State, Workload
 from tools.pins import PinMove
 from tools.registry import tool
@@ -90,7 +91,8 @@ class ToolContext:
     def close(self) -> None:
         """Stop the measurer's warm servers and end the repository's git readers (those opened)."""
         if "measurer" in self.__dict__:
-            self.measurer.close()
+            with suppress(HostError):  # a host that stopped answering: the next start there cleans up
+                self.measurer.close()
         if "git" in self.__dict__:
             self.git.close()
 
