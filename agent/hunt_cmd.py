@@ -139,16 +139,45 @@ class LiveView:
 @contextlib.contextmanager
 def graceful_signals():
     """SIGTERM (and SIGINT, as usual) unwind the hunt: every server is stopped and every scratch
-    worktree removed on the way out. (SIGKILL cannot be caught: the next start cleans up.)"""
+    worktree removed on the way out. (SIGKILL cannot be caught: the next start cleans up.) Once
+    the work inside has finished, SIGTERM and SIGINT are ignored, not restored, until
+    ``report_written``: the run's end is in the store, and its report, verdict file and printed
+    verdict follow whatever arrives now. A trial's SIGTERM two seconds after "proposed: ..." ended
+    the process with 143, nothing printed and no verdict.json (the default action had been put back)."""
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     old = signal.signal(signal.SIGTERM, stop)
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        if finished:
+            _HELD.update({signal.SIGTERM: old, signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)})
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        else:
+            signal.signal(signal.SIGTERM, old)
+
+
+_HELD: dict[int, object] = {}  # the handlers ``graceful_signals`` holds back until the report is out
+
+
+@contextlib.contextmanager
+def report_written():
+    """Around a finished command's report and verdict: afterwards, the handlers ``graceful_signals``
+    held back are put back (in-process callers, a test's, get theirs again)."""
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        _release_held()
+
+
+def _release_held() -> None:
+    while _HELD:
+        sig, handler = _HELD.popitem()
+        signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
@@ -160,9 +189,13 @@ def shielded_cleanup():
     old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
-    finally:
+    except BaseException:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        _release_held()  # no report follows: what ``graceful_signals`` held back goes back now
+        raise
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
 
 
 def target_from_alert(path: Path, repo: str | None) -> Target:
@@ -226,9 +259,10 @@ def run_hunt(
     finally:
         with shielded_cleanup():
             hunter.close()
-    run_dir = layout(db).runs / hunt.run_id
-    write_report(result, run_dir, approve_hint)
-    finish(result, run_dir, json_out, approve_hint)
+    with report_written():
+        run_dir = layout(db).runs / hunt.run_id
+        write_report(result, run_dir, approve_hint)
+        finish(result, run_dir, json_out, approve_hint)
 
 
 def finish(hunt: Hunt, run_dir: Path, json_out: bool, approve_hint: str | None = None) -> None:
@@ -615,9 +649,10 @@ def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) ->
     finally:
         with shielded_cleanup():
             hunter.close()
-    run_dir = layout(db).runs / run_id
-    write_report(result, run_dir)
-    finish(result, run_dir, json_out)
+    with report_written():
+        run_dir = layout(db).runs / run_id
+        write_report(result, run_dir)
+        finish(result, run_dir, json_out)
 
 
 def _branch_free(hunter: Hunter, hunt: Hunt, decision: Decision) -> None:
@@ -720,7 +755,8 @@ def resume(
     finally:
         with shielded_cleanup():
             hunter.close()
-    run_dir = layout(db).runs / run_id
-    hint = run_command("approve", run_id, db)
-    write_report(result, run_dir, hint)
-    finish(result, run_dir, json_out, hint)
+    with report_written():
+        run_dir = layout(db).runs / run_id
+        hint = run_command("approve", run_id, db)
+        write_report(result, run_dir, hint)
+        finish(result, run_dir, json_out, hint)
