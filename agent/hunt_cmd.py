@@ -411,7 +411,10 @@ def hunt_cmd(
         if not repo:
             bad_input("--repo: required")
         if not good:
-            bad_input("--good: required with --bench (or give --alert)")
+            bad_input(
+                "--good: required with --bench (or give --alert): the commit it was fast at, or `--good HEAD "
+                "--good-value N` when the code has not changed and a package, variable or the host may have"
+            )
         chosen = resolve_metric(metric, metric_regex, bench_output, lower_is_better, bench)
         warnings.append(chosen.warning or "")  # said once the input is known to be good
         target = Target(

@@ -117,6 +117,11 @@ def test_without_a_metric_the_last_number_rule_warns(repo, tmp_path):
         (["--bench", "true", "--metric-regex", "took ([0-9.]+)"], "--lower-is-better/--higher-is-better: required"),
         (["--launch", "x {port}", "--served-model", "m", "--metric", "p42_ttft_ms"], "--metric: 'p42_ttft_ms'"),
         (["--launch", "x {port}", "--served-model", "m", "--metric-regex", "x"], "--metric-regex: only with --bench"),
+        # A package or variable hunt has no commit to name: what to give then is said (a trial guessed).
+        (
+            ["--bench", "true", "--lower-is-better", "--good", ""],
+            "`--good HEAD --good-value N` when the code has not changed",
+        ),
     ],
 )
 def test_bad_metric_flags_are_one_line_exit_2(repo, tmp_path, args, message):
