@@ -624,7 +624,12 @@ def _why_not_awaiting(hunt: Hunt) -> str:
 def _resume(run_id: str, decision: Decision, db: Path | None, json_out: bool) -> None:
     db = db_path(db)
     _checkpoints_of(db, run_id)
-    hunter = Hunter(db, layout(db).runs)
+    # Each step on stderr, as a hunt's: an approval lands the branch and re-measures the fix, a
+    # minute or more a trial's reviewer watched in silence.
+    view = LiveView(False, trail=not json_out)
+    hunter = Hunter(db, layout(db).runs, on_event=view.update)
+    began = time.time()
+    view.clock = lambda _hunt: time.time() - began  # from the decision, not the hunt hours before
     try:
         try:
             hunter.current(run_id)

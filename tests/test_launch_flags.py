@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from agent.categories.config import action, flag_changes, launch_flags
 from agent.state import Hunt, Target
 
@@ -31,3 +33,22 @@ def test_the_proposed_restore_says_to_drop_a_flag_the_bad_launch_added_and_gives
     a = action(hunt)
     assert a.kind == "restore" and a.ref == "--disable-cuda-graph"
     assert a.detail == f"drop --disable-cuda-graph (the good run's launch: `{GOOD}`)"
+
+
+def test_an_approval_says_each_step_on_stderr_and_a_flag_restore_says_what_to_do(tmp_path):
+    """A trial's reviewer watched `sleuth approve` print nothing for its minute of work; the lab's
+    launch-flag world, hunted and approved: the step is said, with what a person does by hand."""
+    from pathlib import Path
+
+    from evals.lab.builder import build
+    from evals.lab.spec import load_spec
+    from tests.conftest import sleuth_in_process
+
+    spec = Path(__file__).resolve().parents[1] / "evals" / "suites" / "core" / "launch_flag.toml"
+    lab = build(load_spec(spec), tmp_path / "lab")
+    db = tmp_path / "r.db"
+    v = json.loads(sleuth_in_process("hunt", "--alert", lab.root / "alert.json", "--db", db, "--json").stdout)
+    assert v["status"] == "awaiting_approval" and v["proposed_action"]["kind"] == "restore", v["summary"]
+    approved = sleuth_in_process("approve", v["run_id"], "--db", db)
+    assert approved.returncode == 0, approved.stderr[-2000:]
+    assert "s] approved; to do by hand: drop --disable-cuda-graph (the good run's launch: `" in approved.stderr
