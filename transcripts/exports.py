@@ -12,13 +12,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from transcripts.timeline import payload_of
+
 ATIF_VERSION = "ATIF-v1.4"
-
-
-def _payload(e: dict) -> dict:
-    p = e.get("payload")
-    p = json.loads(p) if isinstance(p, str) else p
-    return p if isinstance(p, dict) else {}
 
 
 def _turns(events: list[dict]) -> list[dict]:
@@ -33,7 +29,7 @@ def _turns(events: list[dict]) -> list[dict]:
             pending_reasoning.clear()
 
     for e in events:
-        kind, p = e["kind"], _payload(e)
+        kind, p = e["kind"], payload_of(e)
         if kind in ("system", "user"):
             turns.append({"role": kind, "text": e["text"], "calls": [], "t": e.get("t")})
             continue
