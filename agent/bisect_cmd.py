@@ -109,6 +109,15 @@ def bisect_cmd(
     max_wall: Annotated[
         float | None, typer.Option(min=0.001, help="wall-time budget, seconds: the probe in flight is stopped")
     ] = None,
+    max_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=2, help="samples the whole bisection may take: it ends before passing them, with what it found"
+        ),
+    ] = None,
+    max_culprits: Annotated[
+        int, typer.Option(min=1, max=8, help="steps to name at most (1: the first step above GOOD only)")
+    ] = 4,
     launch_timeout: LaunchTimeoutOpt = None,
     busy_wait: BusyWaitOpt = None,
     setup: SetupOpt = None,
@@ -202,7 +211,9 @@ def bisect_cmd(
     if max_wall is not None:
         measurer.deadline = time.time() + max_wall
     probe = probes.probe_fn(launch, workload) if probes else measurer.probe_fn(launch, workload)
-    cfg = BisectConfig.for_probes(bool(bench), k=k, higher_is_better=higher)
+    cfg = BisectConfig.for_probes(
+        bool(bench), k=k, higher_is_better=higher, max_total_samples=max_samples, max_culprits=max_culprits
+    )
     seen: list[ProbeRecord] = []
 
     def show(rec: ProbeRecord) -> None:
@@ -250,6 +261,8 @@ def bisect_cmd(
         pool_out = {"pool": used, "pool_lost": lost} if used is not None else {}
         later = {"reverted_later": {s: [r.sha for r in rs] for s, rs in undone.items() if rs}}
         print_json(res.model_dump(mode="json") | pool_out | later)
+        if res.stopped:
+            raise typer.Exit(1)
         return
     for name, why in lost.items():
         said = f"pool host {name} stopped answering mid-way ({why}); the others went on"
@@ -282,3 +295,9 @@ def bisect_cmd(
         f"skipped {len(res.skipped)}, confidence {res.confidence:.0%}",
         highlight=False,
     )
+    if res.stopped:
+        found = "no step found"
+        if res.culprits:
+            found = "what the table names was found before it; a further step may be missing"
+        out.print(f"inconclusive: {res.stopped}: {found}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1)

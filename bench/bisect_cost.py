@@ -23,7 +23,9 @@ samples 2x outliers (half as fast or twice as fast), a slow drift of the machine
 per sample taken: a long bisection ends several percent below where it began), a 5 % step, and
 a two-step staircase (two 10 % steps; exact means both named and nothing else, "one step" that
 every commit named is a true step). Same three methods; git bisect's threshold and Pinpoint's
-magnitude come from the two ends, as a person would set them.
+magnitude come from the two ends, as a person would set them. Ours also runs with
+``max_culprits=1`` ("ours 1 step"): the first step only, the goal of Pinpoint's one-branch
+schedule, so each of Pinpoint's two methods has ours beside it at the same goal.
 
 Then one real run: a lab scenario with 32 local commits, one of them slowing every MoE layer,
 bisected through real servers (wall time printed).
@@ -89,14 +91,16 @@ def ours(
     ref_refresh: int = 0,
     verify: bool = True,
     broken: frozenset[int] = frozenset(),
+    max_culprits: int = 4,
 ) -> tuple[bool, int, int, int]:
     """``ref_refresh``: 0 as on a server host (the ends measured once), 1 as for a benchmark
     command (a fresh sample of each end beside every probe). ``verify``: each culprit's fresh
     parent/culprit sandwich (a hunt's first bisection leaves it to its own confirmation A/B).
-    ``broken``: commits that cannot be built (a probe there is skipped)."""
+    ``broken``: commits that cannot be built (a probe there is skipped). ``max_culprits`` 1: the
+    first step only, the goal Pinpoint's one-branch schedule has."""
     shas, parents = history(n)
     want = {culprit} if isinstance(culprit, int) else culprit
-    cfg = BisectConfig(ref_refresh=ref_refresh, verify=verify)
+    cfg = BisectConfig(ref_refresh=ref_refresh, verify=verify, max_culprits=max_culprits)
 
     def probe(sha: str, k: int) -> list[float]:
         if int(sha[1:]) in broken:
@@ -282,8 +286,8 @@ def hard(trials: int) -> None:
     print("-" * len(head))
     for label, n, cv, fractions in HARD_CELLS:
         rows: dict[str, list] = {
-            "ours": [], "ours +ends": [], "ours +sandw": [], "git bisect": [], "pinpoint": [], "pinpoint x2": [],
-            "pinpoint all": [],
+            "ours": [], "ours 1 step": [], "ours +ends": [], "ours +sandw": [], "git bisect": [], "pinpoint": [],
+            "pinpoint x2": [], "pinpoint all": [],
         }  # fmt: skip
         for t in range(trials):
             pick = np.random.default_rng(20_000 + t)
@@ -296,7 +300,8 @@ def hard(trials: int) -> None:
                 draw = hard_sampler(steps, cv, rng)
                 if name.startswith("ours"):  # as a hunt's first bisection: its confirmation comes after
                     refresh, verify = int(name == "ours +ends"), name == "ours +sandw"
-                    ok, probes, samples, _excl, named = ours(n, want, draw, refresh, verify, broken)
+                    most = 1 if name == "ours 1 step" else 4
+                    ok, probes, samples, _excl, named = ours(n, want, draw, refresh, verify, broken, most)
                 elif name == "git bisect":  # the threshold halfway between one run at each end
                     ends = draw(0, 1)[0], draw(n, 1)[0]
                     ok, probes, samples, named = git_bisect(

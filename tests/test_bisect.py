@@ -56,6 +56,42 @@ def test_two_steps_give_two_culprits():
     assert all(c.verified for c in res.culprits)
 
 
+def _staircase(seed: int = 1):
+    shas, parents = chain(64)
+    probe, calls = noisy(
+        lambda s: 100 * (0.85 if int(s[1:]) >= 20 else 1) * (0.85 if int(s[1:]) >= 45 else 1), 0.04, seed
+    )
+    return shas, parents, probe, calls
+
+
+def test_a_sample_budget_spent_above_the_first_step_keeps_that_step_and_says_what_stopped_it():
+    shas, parents, probe, _ = _staircase()
+    first = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_culprits=1))  # what the first step costs
+    cap = first.samples + 4  # then too few for the search above it
+    shas, parents, probe, calls = _staircase()
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_total_samples=cap))
+    assert [c.sha for c in res.culprits] == ["c0020"]
+    assert res.stopped == f"sample budget of {cap} spent ({res.samples} taken)"
+    assert res.samples == sum(n for _, n in calls) <= cap  # no sample past it was ever asked for
+    whole = bisect(parents, shas[0], shas[-1], _staircase()[2])
+    assert whole.stopped is None and [c.sha for c in whole.culprits] == ["c0020", "c0045"]
+
+
+def test_a_sample_budget_too_small_for_the_ends_names_nothing():
+    shas, parents, probe, calls = _staircase()
+    res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_total_samples=15))
+    assert res.culprits == [] and res.stopped == "sample budget of 15 spent (10 taken)"
+    assert sum(n for _, n in calls) == 10  # good's ten; bad's ten would pass it
+
+
+def test_one_culprit_at_most_names_the_first_step_and_takes_fewer_samples():
+    shas, parents, probe, _ = _staircase()
+    one = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_culprits=1))
+    both = bisect(parents, shas[0], shas[-1], _staircase()[2])
+    assert [c.sha for c in one.culprits] == ["c0020"] and one.stopped is None
+    assert one.samples < both.samples
+
+
 @pytest.mark.parametrize("seed", [9, 21, 24])
 def test_an_undecided_check_for_another_step_measures_the_culprit_further_before_saying_no(seed):
     """A staircase 100 -> 90 -> 81: after the first culprit, "is the bad end still below it?" was

@@ -114,3 +114,17 @@ def test_a_step_reverted_later_is_said_with_its_revert(tmp_path):
     assert said in proc.stdout and "`sleuth hunt` measures the revert and follows it" in proc.stdout
     got = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w2", "--json").stdout)
     assert got["reverted_later"] == {first: [revert]}
+
+
+def test_a_sample_budget_ends_the_bisection_inconclusive_naming_it(tiny, tmp_path):
+    """`--max-samples` holds: no sample past it is taken, and the line says which budget stopped
+    the bisection and what it had found (exit 1, JSON `stopped`)."""
+    repo, good = tiny
+    args = ["bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better"]
+    proc = sleuth_in_process(*args, "--workdir", tmp_path / "w", "--max-samples", "12")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "inconclusive: sample budget of 12 spent (10 taken): no step found" in proc.stdout
+    got = sleuth_in_process(*args, "--workdir", tmp_path / "w2", "--max-samples", "12", "--json")
+    assert got.returncode == 1 and json.loads(got.stdout)["stopped"] == "sample budget of 12 spent (10 taken)"
+    done = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w3", "--json", "--max-culprits", "1").stdout)
+    assert done["stopped"] is None and len(done["culprits"]) == 1

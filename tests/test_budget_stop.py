@@ -184,3 +184,39 @@ def test_the_range_a_stopped_bisection_narrowed_to_is_where_a_new_hunt_starts(tm
     relanded = json.loads(load("reland_narrowed", tmp_path / "r.db")["run"]["verdict"])["error"]
     assert "outside this range" in relanded and said(relanded).endswith("a new hunt with a larger budget goes on")
     assert said("store: disk full") == ""
+
+
+def _two_steps(root):
+    """32 commits after good, each touching executed code: the 8th makes the benchmark 1.5x as
+    slow, the 24th 1.5x again; returns (repo, good, its git, the range's shas oldest first)."""
+    from tests.conftest import BENCH, bench_repo
+
+    repo, git, good = bench_repo(root, BENCH, {"lib.py": "import extra\nCOST = 1.0\n", "extra.py": ""})
+    for i in range(1, 33):
+        if i in (8, 24):
+            (repo / "lib.py").write_text(f"import extra\nCOST = {1.5 if i == 8 else 2.25}\n")
+        else:
+            (repo / "extra.py").write_text((repo / "extra.py").read_text() + f"X{i} = {i}\n")
+        git("commit", "-qam", f"change {i}")
+    return repo, good, git, git("rev-list", "--reverse", f"{good}..HEAD").split()
+
+
+def test_a_budget_spent_in_the_search_above_a_found_step_names_that_step_and_the_range_above_it(tmp_path):
+    """The search for a second step judges its probes against the first step's level: the line
+    said the whole range's decisions, "narrowed 32 commits to 8", eight commits that held neither
+    step, and the step found was not named. Now it names the step and narrows only the range above
+    it, by that search's own decisions."""
+    import re
+
+    from tests.conftest import hunt_bench
+
+    repo, good, git, shas = _two_steps(tmp_path / "repo")
+    v = hunt_bench(repo, good, tmp_path / "r.db", "--max-probes", "9")
+    head = (
+        f"probe budget of 9 exhausted; the bisection had found a step at {shas[7][:10]} (not yet confirmed by an "
+        "A/B) and narrowed the 24 commits above it to "
+    )
+    assert v["status"] == "inconclusive" and v["error"].startswith(head), v["error"]
+    lo, hi = re.search(r"\((\w+)\^\.\.(\w+)\)", v["error"]).groups()
+    left = git("rev-list", f"{lo}^..{hi}").split()
+    assert shas[23] in left and shas[7] not in left  # the second step is in what is left above the first

@@ -26,10 +26,11 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tools.stats import compare, noise_sd
 
@@ -40,6 +41,10 @@ class ProbeError(RuntimeError):
 
 class BisectError(RuntimeError):
     """The bisection cannot start: a reference (good or bad) cannot be measured."""
+
+
+class SampleBudgetSpent(Exception):
+    """The next request would take the bisection past ``BisectConfig.max_total_samples``."""
 
 
 # probe(sha, n) -> n new samples of the metric at that commit (higher is better unless told).
@@ -78,6 +83,10 @@ class BisectResult(BaseModel):
     confidence: float  # share of probe decisions made below the sample cap
     records: list[ProbeRecord]
     candidates: int  # commits in good..bad
+    stopped: str | None = None  # the budget that ended the bisection early, if one did
+    # Where in ``records`` the last search began (above the last culprit): a search above a step
+    # judges its probes against that step's level, so only its own records narrow its range.
+    last_search_from: int = Field(default=0, exclude=True)
 
 
 class BisectConfig(BaseModel):
@@ -147,6 +156,10 @@ class BisectConfig(BaseModel):
     # reference's median with their pooled robust sd: sharper than a kernel density of ten samples,
     # and an outlier moves it little) or "kde" (each reference's kernel density: any shape).
     llr_model: Literal["kde", "t"] = "t"
+    # Samples the whole bisection may take (references, probes, step checks, sandwiches). A
+    # request that would pass it is not taken: the bisection ends there with the culprits it has
+    # confirmed so far and ``BisectResult.stopped`` saying so. None: no cap.
+    max_total_samples: int | None = None
 
     @classmethod
     def for_probes(cls, bench_command: bool, **settings) -> BisectConfig:
@@ -172,11 +185,17 @@ class _Samples:
         self.total = 0
         self.fresh_total = 0
         self.ref_n = 0  # samples per reference (good, bad), set by bisect()
+        self.budget: int | None = None  # BisectConfig.max_total_samples
+
+    def _afford(self, n: int) -> None:
+        if self.budget is not None and self.total + n > self.budget:
+            raise SampleBudgetSpent(f"sample budget of {self.budget} spent ({self.total} taken)")
 
     def fresh(self, sha: str, n: int) -> list[float]:
         """n new samples (never cached ones), which then join the commit's samples."""
         if n <= 0:
             return []
+        self._afford(n)
         new = [float(x) for x in self.probe(sha, n)]
         with self.lock:
             self.data.setdefault(sha, []).extend(new)
@@ -224,6 +243,7 @@ class _Samples:
     def ensure(self, sha: str, n: int) -> list[float]:
         have = self.data.get(sha, [])
         if len(have) < n:
+            self._afford(n - len(have))
             new = self.probe(sha, n - len(have))
             with self.lock:
                 have = self.data.setdefault(sha, []) + [float(x) for x in new]
@@ -366,13 +386,74 @@ def bisect(
     probe: Probe,
     cfg: BisectConfig | None = None,
     on_record: Callable[[ProbeRecord], None] | None = None,
+    stop_on: tuple[type[BaseException], ...] = (),
 ) -> BisectResult:
     """Find the culprit(s) in ``parents`` (good..bad with parents, e.g. ``CliGit.rev_list``).
 
-    Raises BisectError when good or bad cannot be measured; ``on_record`` sees each probe."""
+    Raises BisectError when good or bad cannot be measured; ``on_record`` sees each probe.
+    ``stop_on``: exceptions of the probe that end the bisection as its sample budget does (a
+    hunt's budget): the result keeps what was found, and ``stopped`` is the exception's text."""
     cfg = cfg or BisectConfig()
     samples = _Samples(_oriented(probe, cfg.higher_is_better), cfg.sandwich_samples)
     samples.ref_n = cfg.ref_samples
+    samples.budget = cfg.max_total_samples
+    found = _Found()
+    try:
+        _climb(parents, good, bad, samples, cfg, found, on_record)
+    except (SampleBudgetSpent, *stop_on) as exc:
+        found.stopped = str(exc)
+        if found.pending is not None and not found.culprits:
+            found.culprits.append(found.pending)  # the first step stands, unverified: good and bad differ
+    culprits, rejected, records = found.culprits, found.rejected, found.records
+    # A further step that a fresh A/B against its parent does not confirm is not reported as a
+    # culprit (the first one stands, flagged unverified: good and bad are known to differ).
+    rejected += [c for c in culprits[1:] if cfg.verify and not c.verified]
+    culprits = [c for i, c in enumerate(culprits) if i == 0 or not cfg.verify or c.verified]
+    rejected = [c for c in rejected if c.sha not in {k.sha for k in culprits}]
+    decided = [r for r in records if r.verdict != "skip"]
+    return BisectResult(
+        culprits=culprits,
+        rejected=rejected,
+        probes=len({r.sha for r in records}),
+        total_states=len(samples.data),
+        samples=samples.total,
+        verification_samples=samples.fresh_total,
+        rounds=found.rounds,
+        skipped=sorted(found.skipped),
+        confidence=sum(r.confident for r in decided) / len(decided) if decided else 1.0,
+        records=records,
+        candidates=len(parents),
+        stopped=found.stopped,
+        last_search_from=found.search_from,
+    )
+
+
+@dataclass
+class _Found:
+    """What ``_climb`` has found so far: kept when a sample budget ends it midway."""
+
+    culprits: list[Culprit] = field(default_factory=list)
+    rejected: list[Culprit] = field(default_factory=list)
+    records: list[ProbeRecord] = field(default_factory=list)
+    skipped: set[str] = field(default_factory=set)
+    rounds: int = 0
+    search_from: int = 0  # where in ``records`` the current search began
+    pending: Culprit | None = None  # found by a search, its sandwich not yet done
+    stopped: str | None = None
+
+
+def _climb(
+    parents: dict[str, list[str]],
+    good: str,
+    bad: str,
+    samples: _Samples,
+    cfg: BisectConfig,
+    found: _Found,
+    on_record: Callable[[ProbeRecord], None] | None,
+) -> None:
+    """The searches of ``bisect``: the first step above good, then, while the bad end is worse than
+    the last culprit's level by a step that counts, the next step above it."""
+    culprits, rejected, records, skipped = found.culprits, found.rejected, found.records, found.skipped
     # Good first: a caller that just measured the known-good state often still has its server up.
     if cfg.known_ref_samples >= cfg.sandwich_samples:
         for ref, name in ((good, "good"), (bad, "bad")):
@@ -381,8 +462,6 @@ def bisect(
             samples.ref_n = cfg.known_ref_samples
     for ref, name in ((good, "good"), (bad, "bad")):
         _reference(samples, ref, name, samples.ref_n)
-    records: list[ProbeRecord] = []
-    skipped: set[str] = set()
 
     def above(good_ref: str) -> BisectConfig:
         """The config of a search: above a culprit, the smallest step that counts stays a quarter of
@@ -396,9 +475,6 @@ def bisect(
         g, b = (float(np.median(samples.data[x])) for x in (good, bad))
         return cfg.model_copy(update={"whole_change_pct": abs(b - g) / abs(g) * 100 if g else None})
 
-    culprits: list[Culprit] = []
-    rejected: list[Culprit] = []
-    rounds = 0
     good_ref = good
     remaining = dict(parents)
     retried = False
@@ -409,21 +485,26 @@ def bisect(
         if bad not in graph.index:
             break
         search_cfg = above(good_ref)
-        found, used_rounds = _search(graph, good_ref, bad, samples, search_cfg, records, skipped, rounds, on_record)
-        rounds += used_rounds
-        if found is None:
+        found.search_from = len(records)
+        suspects, used_rounds = _search(
+            graph, good_ref, bad, samples, search_cfg, records, skipped, found.rounds, on_record
+        )
+        found.rounds += used_rounds
+        if suspects is None:
             break
-        culprit = found[-1]  # with skipped neighbours, the known-bad one; all of them are suspects
+        culprit = suspects[-1]  # with skipped neighbours, the known-bad one; all of them are suspects
         c = Culprit(
             sha=culprit,
             parent=(parents.get(culprit) or [None])[0],
-            suspects=found,
+            suspects=suspects,
             delta_pct=None,
             p_value=None,
             verified=False,
         )
         if cfg.verify:
+            found.pending = c
             _sandwich(c, samples, 4 * cfg.sandwich_samples)  # its culprit samples also serve the step check
+            found.pending = None
             if not c.verified and not retried:
                 # The fresh A/B does not confirm it: a probe decision was probably wrong. Search
                 # again; every probe is re-decided with all the samples it has now.
@@ -448,25 +529,6 @@ def bisect(
         good_ref = culprit
         keep = graph.anc[bad] & ~graph.anc[culprit]
         remaining = {s: parents[s] for s in graph.members(keep)}
-    # A further step that a fresh A/B against its parent does not confirm is not reported as a
-    # culprit (the first one stands, flagged unverified: good and bad are known to differ).
-    rejected += [c for c in culprits[1:] if cfg.verify and not c.verified]
-    culprits = [c for i, c in enumerate(culprits) if i == 0 or not cfg.verify or c.verified]
-    rejected = [c for c in rejected if c.sha not in {k.sha for k in culprits}]
-    decided = [r for r in records if r.verdict != "skip"]
-    return BisectResult(
-        culprits=culprits,
-        rejected=rejected,
-        probes=len({r.sha for r in records}),
-        total_states=len(samples.data),
-        samples=samples.total,
-        verification_samples=samples.fresh_total,
-        rounds=rounds,
-        skipped=sorted(skipped),
-        confidence=sum(r.confident for r in decided) / len(decided) if decided else 1.0,
-        records=records,
-        candidates=len(parents),
-    )
 
 
 def _reference(samples: _Samples, ref: str, name: str, n: int, fresh: bool = False) -> list[float]:

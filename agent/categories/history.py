@@ -131,38 +131,56 @@ def bisect_history(hunt: Hunt, rt: Runtime, good_ref: str, bad_ref: str) -> tupl
     # reverted) proves the same thing more directly. After a failed confirmation the second
     # bisection verifies each culprit against its parent with more samples.
     seen: dict[str, list[float]] = {}
-    records: list[ProbeRecord] = []
-    try:
-        res = bisect(
-            parents,
-            good,
-            head,
-            rt.probe_fn(hunt, seen),
-            BisectConfig.for_probes(
-                bool(hunt.target.command),
-                higher_is_better=hunt.target.higher_is_better,
-                verify=bool(hunt.rejected_culprits),
-                known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
-                no_ops=no_ops,
-                ref_growth=ref_growth(hunt, rt),
-            ),
-            on_record=records.append,
-        )
-    except BudgetExhausted as exc:
+    res = bisect(
+        parents,
+        good,
+        head,
+        rt.probe_fn(hunt, seen),
+        BisectConfig.for_probes(
+            bool(hunt.target.command),
+            higher_is_better=hunt.target.higher_is_better,
+            verify=bool(hunt.rejected_culprits),
+            known_ref_samples=_known_samples(hunt, good, head, rt.probe_state(hunt, head).launch),
+            no_ops=no_ops,
+            ref_growth=ref_growth(hunt, rt),
+        ),
+        stop_on=(BudgetExhausted,),
+    )
+    if res.stopped is not None:
         # What the bisection learned before the budget ran out is the hunt's to keep: its probes
-        # in the Numbers, and the range it had narrowed to in the line that says why it stopped.
+        # in the Numbers, and what it had found in the line that says why it stopped.
         _keep_probes(hunt, rt, seen)
-        left = narrowed(parents, head, no_ops, records)
-        if not left or len(left) >= len(parents) - len(set(no_ops) & set(parents)):
-            raise  # no probe decided yet: the pruned commits alone are no narrowing ("40 to 29")
-        ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
-        raise BudgetExhausted(
-            f"{exc}; the bisection had narrowed {len(parents)} commits to {len(left)} ({ends})"
-            + _undone_in(hunt, rt, left)
-        ) from exc
+        raise BudgetExhausted(_stopped_at(hunt, rt, parents, head, no_ops, res))
     _keep_probes(hunt, rt, seen)
     hunt.culprits = [c.sha for c in res.culprits]
     return parents, res
+
+
+def _stopped_at(
+    hunt: Hunt, rt: Runtime, parents: dict[str, list[str]], head: str, no_ops: list[str], res: BisectResult
+) -> str:
+    """Why a bisection stopped (its budget) and what it had found: the steps it had named (not
+    yet confirmed by an A/B) and the range its search above the last one, or its first search,
+    had narrowed to. A search above a step judges its probes against that step's level, so the
+    whole range's decisions would name the commits above the step and leave the step out."""
+    found = [c.sha for c in res.culprits]
+    if found:
+        graph = CommitGraph(parents, frozenset(no_ops))
+        keep = graph.anc[head] & ~graph.anc[found[-1]]
+        parents = {s: parents[s] for s in graph.members(keep)}
+    records = res.records[res.last_search_from :] if found else res.records
+    left = narrowed(parents, head, no_ops, records) if parents else []
+    steps = ", ".join(s[:10] for s in found)
+    said = f"; the bisection had found a step at {steps} (not yet confirmed by an A/B)" if found else ""
+    live = len(parents) - len(set(no_ops) & set(parents))
+    if not left or len(left) >= live:  # no probe decided: the pruned commits alone are no narrowing
+        if found and live:
+            said += f" and had not yet narrowed the {live} commits above it"
+        return res.stopped + said
+    ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
+    where = f" and narrowed the {len(parents)} commits above it" if found else ""
+    where = where or f"; the bisection had narrowed {len(parents)} commits"
+    return f"{res.stopped}{said}{where} to {len(left)} ({ends})" + _undone_in(hunt, rt, left)
 
 
 UNDONE_LOOKUPS = 8  # commits of a narrowed range looked up for a later revert, at most
