@@ -12,6 +12,7 @@ from agent.grouped import for_screen, group_hypotheses
 from agent.plot import plot
 from agent.state import Hunt
 from agent.verdict import Verdict
+from tools.git import DiffStat
 from tools.measure import Cost
 from tools.text import fenced
 
@@ -240,8 +241,8 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         lines += ["", f"**Caution:** {drift}."]
     plan = hunt.confirmation.get("plan") or {}
     if hunt.root_kind == "commit" and plan.get("stat"):
-        lines += ["", "Files of the culprit (`git show --stat`, as reverted):", ""]
-        lines += fenced([f" {f['path']} | {f['deleted']} lines" for f in plan["stat"]["files"]])
+        lines += ["", "Files of the prepared revert (`git diff --stat` of HEAD against it):", ""]
+        lines += fenced(DiffStat.model_validate(plan["stat"]).render().splitlines())
     lines += [
         "",
         "## Numbers",

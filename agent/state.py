@@ -198,6 +198,9 @@ class Hunt(BaseModel):
     package_reference: str = ""  # what the changes are measured against (a stored snapshot, pip's log)
     bisected: list[str] = []  # the bisected range, oldest first (after good_candidate, up to HEAD): the plot's x axis
     pruned: list[dict] = []  # commits not bisected: they touch no executed file (sha, files, reason)
+    # Of each commit the bisection kept, the files it touches that no run executes (code-path
+    # tracing): where its revert conflicts only in those, they stay as at HEAD.
+    inert_files: dict[str, list[str]] = {}
     # Steps a bisection found that a later commit undid (sha, subject, reverted_by, revert_subject,
     # numbers): history, not the cause at HEAD (``agent.categories.history.at_head``).
     undone: list[dict] = []

@@ -66,3 +66,38 @@ def test_an_approval_whose_branch_name_is_taken_is_refused_and_the_run_still_wai
     assert by_id[after["after"]["measurement"]]["ref"] == after["proposed_action"]["revert_sha"]
     assert by_id[after["after"]["before_measurement"]]["label"] == "HEAD, re-measured"
     assert after["after"]["recovered_pct_of_drop"] > 50 and after["after"]["verdict"] == "different"
+
+
+def test_a_culprit_whose_revert_conflicts_only_in_files_no_run_executes_is_reverted_without_them(tmp_path):
+    """A trial's fork: the culprit's revert at HEAD conflicted in CHANGELOG and a test that a later
+    commit edited, and the hunt ended "revert by hand (nothing to approve)" after an A/B of the
+    culprit against its parent, which says nothing of HEAD. Those files stay as at HEAD, the rest
+    is reverted and A/B-tested at HEAD, and the approved branch holds it."""
+    from tests.conftest import BENCH, bench_repo, hunt_bench
+
+    repo, git, good = bench_repo(tmp_path / "fork", BENCH, {"lib.py": "COST = 1.0\n", "CHANGELOG": "- start\n"})
+    for i in range(1, 7):
+        if i == 3:
+            (repo / "lib.py").write_text("COST = 2.0\n")
+            (repo / "CHANGELOG").write_text("- cost doubled\n")
+        elif i == 5:
+            (repo / "CHANGELOG").write_text("- cost doubled (our fork's note)\n")
+        else:
+            (repo / f"notes{i}.txt").write_text(f"{i}\n")
+        git("add", ".")
+        git("commit", "-qm", f"change {i}")
+    culprit = git("rev-list", "--reverse", f"{good}..HEAD").split()[2]
+    db = tmp_path / "runs.db"
+    v = hunt_bench(repo, good, db)
+    assert v["status"] == "awaiting_approval" and v["root_cause"]["ref"] == culprit, v
+    said = "the revert conflicts in CHANGELOG, which no run executes: kept as at HEAD"
+    assert said in v["proposed_action"]["detail"] and v["proposed_action"]["kind"] == "revert"
+    report = sleuth_in_process("show", v["run_id"], "--db", db).stdout  # the confirmation A/B: HEAD vs HEAD+revert
+    assert f"{said}: HEAD " in report and "HEAD+revert" in report, report
+
+    approved = sleuth_in_process("approve", v["run_id"], "--db", db, "--json")
+    assert approved.returncode == 0, approved.stderr[-2000:]
+    branch = f"sleuth/revert-{culprit[:10]}"
+    assert git("show", f"{branch}:lib.py") == "COST = 1.0"
+    assert git("show", f"{branch}:CHANGELOG") == "- cost doubled (our fork's note)"
+    assert git("rev-parse", f"{branch}^") == git("rev-parse", "HEAD") and not git("status", "--porcelain")

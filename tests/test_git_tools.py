@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from evals.fingerprint import fingerprint
+from tests.conftest import git_in
 from tools.git import WORKTREE_PREFIX, CliGit, GitError, LocalGit
 
 
@@ -182,6 +184,53 @@ def test_a_conflicting_revert_is_reported_not_forced(tmp_path):
         subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", f"c{i}"], check=True)
     plan = LocalGit(repo).prepare_revert("HEAD~1")
     assert plan.conflict and plan.revert_sha is None and plan.conflicting_files == ["f"]
+
+
+def _fork_with_a_culprit_and_a_later_changelog(tmp_path) -> tuple[Path, str, Callable[..., str]]:
+    """The culprit changes ``lib.py`` and a CHANGELOG line that a later commit (a fork's note)
+    rewrites: its revert conflicts in CHANGELOG only. Returns (repo, culprit, its ``git``)."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git = git_in(repo)
+    git("init", "-q")
+    (repo / "lib.py").write_text("COST = 1.0\n")
+    (repo / "CHANGELOG").write_text("- nothing yet\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    (repo / "lib.py").write_text("COST = 2.0\n")
+    (repo / "CHANGELOG").write_text("- cost doubled\n")
+    git("commit", "-qam", "Double the cost")
+    culprit = git("rev-parse", "HEAD")
+    (repo / "CHANGELOG").write_text("- cost doubled (fork note)\n")
+    git("commit", "-qam", "Fork note")
+    return repo, culprit, git
+
+
+def test_a_revert_that_conflicts_only_in_files_it_may_keep_reverts_the_rest(tmp_path):
+    """A trial's fork: the culprit's revert conflicted in CHANGELOG and a test, neither executed,
+    and the hunt ended "revert by hand (nothing to approve)". The files named in ``keep`` stay as
+    at HEAD, the rest is reverted, and the commit says which were kept."""
+    repo, culprit, git = _fork_with_a_culprit_and_a_later_changelog(tmp_path)
+    before = fingerprint(repo)
+    g = LocalGit(repo)
+    assert g.prepare_revert(culprit).conflict  # a whole revert cannot be made
+    plan = g.prepare_revert(culprit, keep=["CHANGELOG"])
+    assert not plan.conflict and plan.kept == ["CHANGELOG"] and plan.revert_sha
+    assert git("show", f"{plan.revert_sha}:lib.py") == "COST = 1.0"
+    assert git("show", f"{plan.revert_sha}:CHANGELOG") == "- cost doubled (fork note)"
+    body = git("log", "-1", "--format=%B", plan.revert_sha)
+    assert body.startswith('Revert "Double the cost"') and "Conflicts" not in body
+    assert "Left as they were (CHANGELOG): the revert conflicts there" in body
+    assert fingerprint(repo) == before  # no ref, file or index of the user's moved
+
+
+def test_a_revert_that_also_conflicts_in_a_file_not_in_keep_is_not_forced(tmp_path):
+    repo, culprit, git = _fork_with_a_culprit_and_a_later_changelog(tmp_path)
+    (repo / "lib.py").write_text("COST = 3.0\n")
+    git("commit", "-qam", "Triple it")
+    plan = LocalGit(repo).prepare_revert(culprit, keep=["CHANGELOG"])
+    assert plan.conflict and plan.revert_sha is None and plan.conflicting_files == ["CHANGELOG", "lib.py"]
+    assert plan.kept == []
 
 
 def test_bad_refs_and_paths_name_what_is_wrong(both, tmp_path, ssh_host):

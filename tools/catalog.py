@@ -141,6 +141,7 @@ class Sha(BaseModel):
 class RevertArgs(BaseModel):
     culprit: str
     base: str = "HEAD"
+    keep: list[str] = []  # files that may stay as at base where the revert conflicts (none executed)
 
 
 class LandArgs(BaseModel):
@@ -307,7 +308,7 @@ def git_snapshot(ctx: ToolContext, args: NoArgs) -> Sha:
 @tool("git_prepare_revert", "read")
 def git_prepare_revert(ctx: ToolContext, args: RevertArgs) -> RevertPlan:
     """Revert a commit on top of a base in a scratch worktree; no ref moves (landing is separate)."""
-    return ctx.git.prepare_revert(args.culprit, args.base)
+    return ctx.git.prepare_revert(args.culprit, args.base, args.keep)
 
 
 @tool("git_land_revert", "mutate")

@@ -96,6 +96,9 @@ class CommitPath(BaseModel):
     files: list[str]
     pruned: bool
     reason: str  # why pruned ("touches only ... not imported at either end"), or why kept
+    # The files that keep it (executed, named by the command, built, read at run time): the
+    # others of a kept commit cannot change what runs either (a revert may leave them as they are).
+    executed: list[str] = []
 
 
 def imported_modules(text: str) -> set[str]:
@@ -183,23 +186,28 @@ def judge(sha: str, files: list[str], modules: set[str], scripts: set[str], pres
     if not files:
         return CommitPath(sha=sha, files=[], pruned=True, reason="changes no file (an empty or merge-only commit)")
     why_kept = []
+    executed = []
     for f in files:
         kind = _kind(f)
+        why = None
         if kind != "python" and f in scripts:
-            why_kept.append(f"{f} is named by the command")
+            why = f"{f} is named by the command"
         elif kind == "python":
             if f in scripts or imported(f, modules):
-                why_kept.append(f"{f} is executed")
+                why = f"{f} is executed"
             elif f not in present:
-                why_kept.append(f"{f} exists at neither traced end")
+                why = f"{f} exists at neither traced end"
         elif kind in ("build", "native"):
-            why_kept.append(f"{f} is a {kind} file")
+            why = f"{f} is a {kind} file"
         elif kind == "other":
-            why_kept.append(f"{f} may be read at run time")
+            why = f"{f} may be read at run time"
         elif kind == "docs" and (pkg := _imported_package(f, modules)):
-            why_kept.append(f"{f} is data inside the imported package {pkg}")
+            why = f"{f} is data inside the imported package {pkg}"
+        if why:
+            why_kept.append(why)
+            executed.append(f)
     if why_kept:
-        return CommitPath(sha=sha, files=files, pruned=False, reason="; ".join(why_kept[:3]))
+        return CommitPath(sha=sha, files=files, pruned=False, reason="; ".join(why_kept[:3]), executed=executed)
     kinds = sorted({_kind(f) for f in files})
     what = " and ".join(PRUNED_KINDS[k] for k in kinds)
     return CommitPath(sha=sha, files=files, pruned=True, reason=f"touches only {what} ({len(files)} file(s))")

@@ -114,6 +114,9 @@ class RevertPlan(BaseModel):
     conflict: bool
     conflicting_files: list[str] = []
     stat: DiffStat | None = None
+    # Files whose revert conflicted and that were left as at base instead (only those the caller
+    # named in ``keep``: files no run executes). Empty for a whole revert.
+    kept: list[str] = []
 
 
 def _iso_utc(epoch: int) -> str:
@@ -520,29 +523,65 @@ class CliGit:
             self.git("worktree", "prune", check=False)
         return removed
 
-    def prepare_revert(self, culprit: str, base: str = "HEAD") -> RevertPlan:
-        """Revert ``culprit`` on top of ``base`` in a scratch worktree; returns the commit (no ref moved)."""
+    def prepare_revert(self, culprit: str, base: str = "HEAD", keep: list[str] | None = None) -> RevertPlan:
+        """Revert ``culprit`` on top of ``base`` in a scratch worktree; returns the commit (no ref moved).
+
+        ``keep``: files that may stay as at ``base`` where the revert conflicts (files no run
+        executes: a CHANGELOG or a test a later commit also edited, as on any fork). When every
+        conflicting file is among them, those stay as they are, the rest of the culprit is
+        reverted, and the commit's message says which were kept (``RevertPlan.kept``)."""
         culprit_sha, base_sha = self.rev_parse(culprit), self.rev_parse(base)
+        kept: list[str] = []
         with self.worktree(base_sha) as wt:
             res = self.host.run(
                 ["git", "-C", wt, *SLEUTH_IDENTITY, "revert", "--no-edit", culprit_sha], timeout=self.timeout
             )
             if not res.ok:
-                conflicts = self.host.run(
-                    ["git", "-C", wt, "diff", "--name-only", "--diff-filter=U"], timeout=self.timeout
-                ).stdout.split()
-                self.host.run(["git", "-C", wt, "revert", "--abort"], timeout=self.timeout)
-                return RevertPlan(
-                    culprit=culprit_sha,
-                    base_sha=base_sha,
-                    revert_sha=None,
-                    conflict=True,
-                    conflicting_files=sorted(conflicts),
+                conflicts = sorted(
+                    self.host.run(
+                        ["git", "-C", wt, "diff", "--name-only", "--diff-filter=U"], timeout=self.timeout
+                    ).stdout.split()
                 )
+                if not conflicts or not set(conflicts) <= set(keep or []) or not self._keep_at_base(wt, conflicts):
+                    self.host.run(["git", "-C", wt, "revert", "--abort"], timeout=self.timeout)
+                    return RevertPlan(
+                        culprit=culprit_sha,
+                        base_sha=base_sha,
+                        revert_sha=None,
+                        conflict=True,
+                        conflicting_files=conflicts,
+                    )
+                kept = conflicts
             sha = self.host.run(["git", "-C", wt, "rev-parse", "HEAD"], timeout=self.timeout).check().stdout.strip()
         return RevertPlan(
-            culprit=culprit_sha, base_sha=base_sha, revert_sha=sha, conflict=False, stat=self.diff_stat(base_sha, sha)
+            culprit=culprit_sha,
+            base_sha=base_sha,
+            revert_sha=sha,
+            conflict=False,
+            conflicting_files=kept,
+            stat=self.diff_stat(base_sha, sha),
+            kept=kept,
         )
+
+    def _keep_at_base(self, wt: str, files: list[str]) -> bool:
+        """Inside a conflicted revert in ``wt``: put ``files`` back as at the worktree's HEAD (or
+        remove one HEAD does not have) and commit the revert, its message saying so. False when
+        git refuses (then the caller aborts the revert)."""
+        run = self.host.run
+        for f in files:
+            there = run(["git", "-C", wt, "cat-file", "-e", f"HEAD:{f}"], timeout=self.timeout).ok
+            step = ["checkout", "HEAD", "--", f] if there else ["rm", "-q", "-f", "--", f]
+            if not run(["git", "-C", wt, *step], timeout=self.timeout).ok:
+                return False
+        msg_path = run(["git", "-C", wt, "rev-parse", "--git-path", "MERGE_MSG"], timeout=self.timeout).stdout.strip()
+        msg_file = msg_path if msg_path.startswith("/") else f"{wt}/{msg_path}"
+        said = run(["cat", msg_file], timeout=self.timeout).stdout
+        message = "\n".join(line for line in said.splitlines() if not line.startswith("#")).strip()
+        message += (
+            f"\n\nLeft as they were ({', '.join(files)}): the revert conflicts there, and no run of the "
+            "workload executes them (perf-sleuth's code-path trace)."
+        )
+        return run(["git", "-C", wt, *SLEUTH_IDENTITY, "commit", "-q", "-m", message], timeout=self.timeout).ok
 
     def land_revert(self, plan: RevertPlan, branch: str | None = None) -> str:
         """MUTATE (after approval): create a branch at the prepared revert. Returns the branch name."""

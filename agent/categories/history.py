@@ -234,6 +234,10 @@ def _prune(hunt: Hunt, rt: Runtime, good: str, head: str, parents: dict[str, lis
         rt.say(hunt, "localize", f"no code-path pruning: {paths['why']}")
         return []
     pruned = [c for c in paths["commits"] if c["pruned"] and c["sha"] in parents]
+    for c in paths["commits"]:
+        inert = [f for f in c["files"] if f not in c.get("executed", c["files"])]
+        if not c["pruned"] and inert:
+            hunt.inert_files[c["sha"]] = inert
     hunt.pruned = [{"sha": c["sha"], "files": c["files"], "reason": c["reason"]} for c in pruned]
     if pruned:
         listed = "; ".join(f"{c['sha'][:10]} ({c['reason']})" for c in pruned)
@@ -397,12 +401,13 @@ def action(hunt: Hunt) -> Action:
             ref=ref,
             detail=f"{hunt.confirmation['why']}: revert {ref} by hand (`git revert {ref}`) and resolve",
         )
+    kept = kept_said(hunt.confirmation.get("plan") or {}, end="")
     return Action(
         kind="revert",
         ref=ref,
         revert_sha=hunt.confirmation.get("revert_sha"),
         branch=revert_branch(ref or ""),
-        detail=f"revert {ref} on a new branch (the prepared revert commit)",
+        detail=f"revert {ref} on a new branch (the prepared revert commit{'; ' + kept if kept else ''})",
     )
 
 
@@ -535,7 +540,10 @@ def _confirm_one(hunt: Hunt, rt: Runtime, head: tuple[str, Measured] | None = No
     culprit stands as bisected, not proven (``untestable``), and the fix is a person's: that is
     not a refutation, and not a crashed hunt. ``head``: the culprit confirmed before this one and
     HEAD as its confirmation measured it (``fresh_ab``'s ``known_a``)."""
-    plan = rt.tool("git_prepare_revert", {"culprit": hunt.root_ref, "base": "HEAD"}, hunt=hunt)
+    args = {"culprit": hunt.root_ref, "base": "HEAD"}
+    if inert := hunt.inert_files.get(hunt.root_ref or ""):
+        args["keep"] = inert  # where the revert conflicts only in files no run executes, they stay as at HEAD
+    plan = rt.tool("git_prepare_revert", args, hunt=hunt)
     # After a failed confirmation, the next one takes more samples than the cached ones it failed on.
     n = hunt.budget.samples * (1 + len(hunt.rejected_culprits))
     try:
@@ -572,10 +580,19 @@ def _confirm_by_revert(hunt: Hunt, rt: Runtime, plan, n: int, before: tuple[str,
     known = before[1] if before else None
     cmp, head, fixed = fresh_ab(hunt, rt, ("HEAD", "HEAD"), ("HEAD+revert", revert), n, known_a=known)
     ok = explains(hunt, cmp, fixed, head)
-    text = fmt(cmp, head, fixed, hunt.target.metric) + freshness(head, fixed)
+    text = kept_said(plan.result) + fmt(cmp, head, fixed, hunt.target.metric) + freshness(head, fixed)
     if before and head.id == before[1].id:
         text += f" (HEAD's launch the one of {before[0][:10]}'s confirmation: one experiment)"
     return record_confirmation(hunt, rt, ok, cmp, text, [head.id, fixed.id], revert_sha=revert, plan=plan.result)
+
+
+def kept_said(plan: dict, end: str = ": ") -> str:
+    """What a partial revert left out, said before its A/B (empty for a whole revert)."""
+    kept = plan.get("kept") or []
+    if not kept:
+        return ""
+    files = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
+    return f"the revert conflicts in {files}, which no run executes: kept as at HEAD{end}"
 
 
 def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int, why: str | None = None) -> bool:
