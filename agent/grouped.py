@@ -149,7 +149,14 @@ def short_reason(text: str, limit: int = SCREEN_REASON) -> str:
         return text
     gap = " [...; `sleuth show RUN --json` has it whole] "
     head = (limit - len(gap)) * 2 // 3
-    return text[:head].rstrip() + gap + text[-(limit - len(gap) - head) :].lstrip()
+    start, end = text[:head], text[-(limit - len(gap) - head) :]
+    # Cut at words, never inside one ("conflicts i [...] mmits", trial 19): the start ends at its
+    # last space, the end begins after its first.
+    if " " in start and not text[head].isspace():
+        start = start[: start.rindex(" ")]
+    if " " in end and not text[-len(end) - 1].isspace():
+        end = end[end.index(" ") + 1 :]
+    return start.rstrip() + gap + end.lstrip()
 
 
 def for_screen(groups: list[HypothesisGroup], limit: int = SCREEN_ROWS) -> list[HypothesisGroup]:

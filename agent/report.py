@@ -123,7 +123,7 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         if m is probes[0]:
             rows.append(one)
         elif id(m) not in folded:
-            rows.append(_measurement_row(m))
+            rows.append(_measurement_row(m, tuple(hunt.rejected_culprits)))
     return _folded(rows + _after_rows(hunt), NUMBER_ROWS, _more_states)
 
 
@@ -132,7 +132,8 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    return [*_alert_rows(hunt), *map(_measurement_row, hunt.latest_states()), *_after_rows(hunt)]
+    rejected = tuple(hunt.rejected_culprits)
+    return [*_alert_rows(hunt), *(_measurement_row(m, rejected) for m in hunt.latest_states()), *_after_rows(hunt)]
 
 
 def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
@@ -140,8 +141,11 @@ def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     return [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
 
 
-def _measurement_row(m) -> tuple[str, str, str, str, str]:
-    return (m.label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
+def _measurement_row(m, rejected: tuple[str, ...] = ()) -> tuple[str, str, str, str, str]:
+    """One state's row. A culprit whose confirmation failed is said so: a trial's table showed
+    "culprit" beside the refuted first guess and again beside the real one."""
+    label = f"{m.label}, not confirmed" if m.label == "culprit" and m.ref in rejected else m.label
+    return (label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
 
 
 def _after_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
@@ -161,7 +165,6 @@ def _after_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
 # A report a person reads fits one screen: its long tables keep their first and last rows and
 # count the rest (the verdict JSON and ``sleuth show RUN`` keep everything).
 NUMBER_ROWS = 14
-PRUNED_ROWS = 8
 
 
 def _folded(rows: list, limit: int, fold) -> list:
@@ -173,15 +176,6 @@ def _folded(rows: list, limit: int, fold) -> list:
     return [*rows[:head], fold(len(rows) - head - tail), *rows[-tail:]]
 
 
-def pruned_rows(hunt: Hunt) -> list[tuple[str, str, str]]:
-    """The "Commits not bisected" table: commit, its files, why; at most ``PRUNED_ROWS``."""
-    rows = [(p["sha"][:10], pruned_files(p), p["reason"]) for p in hunt.pruned]
-    if len(rows) <= PRUNED_ROWS:
-        return rows
-    rest = len(rows) - (PRUNED_ROWS - 1)
-    return [*rows[: PRUNED_ROWS - 1], (f"... {rest} more", "", "listed in the verdict's `pruned`")]
-
-
 def asks_for_decision(hunt: Hunt) -> bool:
     """Does the report offer `sleuth approve`/`reject`? Only for a run awaiting approval: a concluded
     run's pending action (an `investigate` after a conflicting revert) is for a person to do by
@@ -190,7 +184,7 @@ def asks_for_decision(hunt: Hunt) -> bool:
 
 
 def pruned_said(hunt: Hunt) -> str:
-    """The pruned commits in one line, by reason (the terminal's screen has no room for the table)."""
+    """The pruned commits in one line, by reason (a table of them took a screen of its own)."""
     reasons = Counter(re.sub(r" \(\d+ file\(s\)\)$", "", p["reason"]) for p in hunt.pruned)
     why = "; ".join(f"{n} {reason}" for reason, n in reasons.most_common())
     return f"Commits not bisected: {len(hunt.pruned)} ({why}); the verdict's `pruned` lists them"
@@ -204,11 +198,6 @@ def confirmation_what(hunt: Hunt) -> str:
     if hunt.confirmation.get("conflict"):
         return " (the culprit's parent vs the culprit)"
     return " (HEAD vs HEAD with the culprit reverted)"
-
-
-def pruned_files(p: dict) -> str:
-    """A pruned commit's files, the first four."""
-    return ", ".join(p["files"][:4]) + (" ..." if len(p["files"]) > 4 else "")
 
 
 def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
@@ -250,7 +239,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
         f"| state | median {t.metric} | 95% interval | samples |",
         "| --- | --- | --- | --- |",
     ]
-    for state, ref, *rest in number_rows(hunt):
+    for state, ref, *rest in screen_number_rows(hunt):
         lines.append("| " + " | ".join([state + (f" (`{ref}`)" if ref else ""), *rest]) + " |")
     lines += ["", "## Hypotheses", ""]
     if not hunt.hypotheses:  # a table of headers only read as if a row were lost
@@ -292,15 +281,7 @@ def markdown(hunt: Hunt, approve_hint: str | None = None) -> str:
             for b in hunt.broken
         ]
     if hunt.pruned:
-        lines += [
-            "",
-            "## Commits not bisected (they touch no file the workload executes)",
-            "",
-            "| commit | files | why |",
-            "| --- | --- | --- |",
-        ]
-        for sha, files, why in pruned_rows(hunt):
-            lines.append(f"| {sha if sha.startswith('...') else f'`{sha}`'} | {files} | {why} |")
+        lines += ["", pruned_said(hunt)]
     lines += [
         "",
         f"States measured: {hunt.probes} (--max-probes {hunt.budget.max_probes}); steps: {len(hunt.events)} "

@@ -30,6 +30,8 @@ from tools.text import first_line
 
 GO_ON_BELOW = multiple.EXPLAINED_PCT
 NOT_EXPLAINED = "the rest is not explained"  # what the summary says of a share under GO_ON_BELOW
+# ... and of one whose drop's own 95 % intervals allow the whole of it (``multiple.most_explained``)
+WITHIN_NOISE = "and the drop's own intervals allow all of it: no rest is shown"
 
 
 def go_on(hunt: Hunt, rt: Runtime) -> None:
@@ -54,6 +56,7 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
     cmp, good, fixed = fresh_ab(hunt, rt, ("good-candidate", hunt.good_candidate), ("HEAD+revert", revert), n)
     text = fmt(cmp, good, fixed, hunt.target.metric) + freshness(good, fixed)
     status = verdict_of(hunt, cmp, good, fixed)  # supported: the rest is in the history
+    hunt.root_summary = hunt.root_summary.replace(f", {WITHIN_NOISE}", "")  # an A/B of the rest speaks now
     if status == "inconclusive":
         # Undecided at its cap, its estimate large enough to be the rest: neither "like the
         # known-good commit" nor a second bisection stands on it (the noisy world once read

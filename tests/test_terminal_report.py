@@ -238,8 +238,9 @@ def test_the_markdown_report_of_a_long_ledger_fits_a_screen(tmp_path):
 
 def test_long_tables_of_the_report_keep_their_ends_and_count_the_rest():
     """A 78-commit range with 35 commits pruned and 20 measured states still fits a screen: the
-    pruned table shows seven and counts 28 more; the numbers keep the first and last states."""
-    from agent.report import NUMBER_ROWS, PRUNED_ROWS, markdown, number_rows, pruned_rows
+    pruned commits are one line; the numbers keep the first and last states (``number_rows``, what
+    a hunt of two probes or fewer shows) or fold the probes into one row."""
+    from agent.report import NUMBER_ROWS, markdown, number_rows
     from agent.state import Hunt, Measured, Target
 
     hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="value", command="true"))
@@ -250,13 +251,12 @@ def test_long_tables_of_the_report_keep_their_ends_and_count_the_rest():
                  ci_low=1.0, ci_high=1.0, cv=0.0)
         for i in range(20)
     ]  # fmt: skip
-    rows = pruned_rows(hunt)
-    assert len(rows) == PRUNED_ROWS and rows[-1][0] == "... 28 more"
     numbers = number_rows(hunt)
     assert len(numbers) == NUMBER_ROWS and numbers[0][0] == "bisect 0" and numbers[-1][0] == "bisect 19"
     assert any(r[0] == "... 7 more states" for r in numbers)
-    text = markdown(hunt)
-    assert "| ... 28 more |" in text and "`0000000000`" in text
+    text = markdown(hunt)  # the report itself: the pruned commits one line by reason, the probes one row
+    assert "Commits not bisected: 35 (35 touches only documentation)" in text and "`0000000000`" not in text
+    assert "| bisection | 1 to 1 |  | 20 in 20 states |" in text
 
 
 def test_a_root_cause_with_no_ref_has_no_empty_code_span():
@@ -295,7 +295,8 @@ def test_a_concluded_run_whose_action_is_for_a_person_offers_no_approve_command(
 def test_a_real_cases_report_fits_one_screen_with_the_bisection_as_one_row():
     """attrs' real case (7 probes, 22 commits pruned) filled 60 lines of a 100-column terminal:
     now the probes are one row (culprit^ and culprit, measured afresh, show the step) and the
-    pruned commits one line by reason; report.md keeps both tables."""
+    pruned commits one line by reason, in the terminal and in the Markdown report alike (trial 19:
+    report.md ran to 55-64 lines; `sleuth show RUN` and the verdict keep every probe and commit)."""
     from rich.console import Console
 
     from agent.report import markdown
@@ -326,8 +327,9 @@ def test_a_real_cases_report_fits_one_screen_with_the_bisection_as_one_row():
     row = next(line for line in screen if line.lstrip().startswith("bisection"))
     assert "0.037 to 0.068" in row and "21 in 7 states" in row
     assert any("Commits not bisected: 22 (22 touches only documentation)" in line for line in screen)
-    text = markdown(hunt)  # the document keeps every probe and the pruned table
-    assert "| bisect 00000006 (`" in text and "## Commits not bisected" in text
+    text = markdown(hunt)
+    assert "| bisection | 0.037 to 0.068 |  | 21 in 7 states |" in text and "| bisect 00000006" not in text
+    assert "Commits not bisected: 22 (22 touches only documentation)" in text and len(text.splitlines()) <= 45
 
 
 def test_two_culprits_reverts_are_two_rows_and_a_small_further_step_is_said_with_its_numbers():
@@ -385,6 +387,12 @@ def test_a_rows_evidence_is_cut_to_its_start_and_end_where_it_grew_long():
     assert "`sleuth show RUN --json` has it whole" in row.reason
     (short,) = for_screen(group_hypotheses([_h(1, "history", "abc", "supported", decided, ["m1"])]))
     assert short.reason == decided
+    # Cut between words, never inside one (trial 19: "the revert conflicts i [...] mmits (7 pruned").
+    for pad in range(7):  # wherever the cut falls among seven-letter words
+        text = decided + " " + "x" * pad + " conflict" * 60 + "; " + latest
+        (row,) = for_screen(group_hypotheses([_h(1, "history", "abc", "supported", text, ["m1"])]))
+        start, _gap, end = row.reason.partition(" [...; `sleuth show RUN --json` has it whole] ")
+        assert start.split()[-1] in text.split() and end.split()[0] in text.split(), row.reason
 
 
 def test_in_a_100_column_terminal_a_grouped_row_and_a_long_evidence_stay_short():
@@ -437,3 +445,17 @@ def test_in_a_100_column_terminal_sleuth_runs_keeps_one_line_a_run_and_every_id_
     assert len(rows) == 3 and all(any(i in row for i in ids) for row in rows), text
     assert "revert applied" in text and "investigate" in text and "policy methodical" in text, text
     assert "policy" not in lines[lines.index(next(line for line in lines if "┃" in line))], text
+
+
+def test_a_culprit_whose_confirmation_failed_is_said_so_in_the_numbers():
+    """Trial 19's table had a row "culprit" for the refuted first guess (160 samples) beside the
+    row "culprit" of the commit that was confirmed."""
+    from agent.report import number_rows
+    from agent.state import Hunt, Measured, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="value", command="true"))
+    for i, ref in enumerate(("7" * 40, "8" * 40)):
+        hunt.measurements.append(Measured(id=f"m{i}", label="culprit", ref=ref, launch="", samples=[1.0],
+                                          median=1.0, ci_low=1.0, ci_high=1.0, cv=0.0))  # fmt: skip
+    hunt.rejected_culprits = ["7" * 40]
+    assert [r[:2] for r in number_rows(hunt)] == [("culprit, not confirmed", "7" * 10), ("culprit", "8" * 10)]
