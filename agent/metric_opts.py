@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent.cli import bad_input
 from tools.bench import SERVER_METRICS
-from tools.metric import LAST_NUMBER_WARNING, MetricSpec, higher_is_better
+from tools.metric import LAST_NUMBER_WARNING, SERVING_BENCHMARK, MetricSpec, higher_is_better
 
 MetricOpt = Annotated[
     str | None,
@@ -92,7 +92,7 @@ def resolve_metric(
             "--lower-is-better/--higher-is-better: required: the benchmark's number has no name "
             "that tells which way is better"
         )
-    warning = None if regex else LAST_NUMBER_WARNING
+    warning = LAST_NUMBER_WARNING if not regex and SERVING_BENCHMARK.search(command) else None
     return MetricChoice(metric=_named_by(regex) or "value", higher_is_better=not lower, regex=regex, warning=warning)
 
 

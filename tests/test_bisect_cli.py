@@ -86,16 +86,19 @@ def test_bad_input_is_one_line_and_exit_2(scenario, tmp_path, extra, expected):
 
 
 def test_warnings_before_a_bisection_reach_stderr_with_json_too(tiny, tmp_path):
-    """As a hunt's: the number with no name is said on stderr, and stdout is still the JSON alone
-    (with --json the warning was dropped, so a script never learnt which number was taken)."""
+    """As a hunt's: the number with no name taken from a serving benchmark (whose last number is
+    nobody's metric) is said on stderr, and stdout is still the JSON alone (with --json the
+    warning was dropped, so a script never learnt which number was taken). A command of one's own
+    that prints one number is not warned (a trial's every --bench hunt was)."""
     repo, good = tiny
-    proc = sleuth_in_process(
-        "bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better",
-        "--workdir", tmp_path / "w", "--json",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "warning: no --metric or --metric-regex named" in proc.stderr
-    assert json.loads(proc.stdout)["culprits"]
+    for bench, warned in (("python3 bench.py --as sglang.bench_serving", True), ("python3 bench.py", False)):
+        proc = sleuth_in_process(
+            "bisect", "--repo", repo, "--good", good, "--bench", bench, "--lower-is-better",
+            "--workdir", tmp_path / bench.replace(" ", "_"), "--json",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert ("warning: no --metric or --metric-regex named" in proc.stderr) is warned, proc.stderr
+        assert json.loads(proc.stdout)["culprits"]
 
 
 def test_a_step_reverted_later_is_said_with_its_revert(tmp_path):

@@ -32,6 +32,13 @@ LAST_NUMBER_WARNING = (
     "(for sglang.bench_serving or vllm bench serve, name the key, e.g. --metric p99_ttft_ms)"
 )
 
+# Benchmarks that print a table whose last number is nobody's metric: a command naming one, with no
+# metric named, is warned. A command of one's own that prints one number (what the getting-started
+# page asks for) is not: a trial's every --bench hunt was warned about sglang and vLLM.
+SERVING_BENCHMARK = re.compile(
+    r"bench_serving|benchmark_serving|vllm\s+bench|genai-perf|aiperf|guidellm|llmperf|bench_one_batch", re.I
+)
+
 _HIGHER = re.compile(r"throughput|tok_per_s|tokens_per_s|per_s(ec)?$|_qps$|^qps$|rps|accept_len|goodput", re.I)
 _LOWER = re.compile(r"_ms$|_s$|_us$|latency|ttft|itl|tpot|tbt|e2el|duration|time|seconds", re.I)
 
