@@ -21,6 +21,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent import process_start
+
 if TYPE_CHECKING:
     from tools.bench import BenchResult
 
@@ -288,6 +290,7 @@ def main() -> None:
     """The console script. A usage error (an option out of range, an unknown option, two flags of
     one pair) is one line on stderr, exit 2, as every other bad input is; click framed it in a box
     of several lines."""
+    process_start.mark()  # a hunt's wall budget counts this process's imports too
     _die_with_parent()
     argv = sys.argv[1:]
     for pair in EXCLUSIVE_FLAGS:

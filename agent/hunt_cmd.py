@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from agent import process_start
 from agent.alerts import AlertError, bench_config, host_settings, metric_direction, read_alert
 from agent.cli import (
     BusyWaitOpt,
@@ -244,7 +245,10 @@ def run_hunt(
     llm: LLMSettings | None = None,
     run_id: str | None = None,
 ) -> None:
-    hunt = Hunt(run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm)
+    hunt = Hunt(
+        run_id=run_id or new_run_id(), target=target, budget=budget, policy=policy, model=model, llm=llm,
+        started_at=process_start.take(),
+    )  # fmt: skip
     approve_hint = run_command("approve", hunt.run_id, db)
     view = LiveView(live and not json_out and console.is_terminal, trail=live and not json_out)
     if view.trail:

@@ -220,3 +220,44 @@ def test_a_budget_spent_in_the_search_above_a_found_step_names_that_step_and_the
     lo, hi = re.search(r"\((\w+)\^\.\.(\w+)\)", v["error"]).groups()
     left = git("rev-list", f"{lo}^..{hi}").split()
     assert shas[23] in left and shas[7] not in left  # the second step is in what is left above the first
+
+
+def test_a_hunts_wall_clock_starts_when_its_process_did_not_after_its_imports():
+    """A trial's `--max-wall 20` returned after 22.7 s: the clock began after about 2 s of imports.
+    A process that slept a second before importing the hunt command dates its start before that."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time; time.sleep(1.0); t = time.time()\n"
+        "from agent.process_start import process_started_at\n"
+        "print(t - process_started_at())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert 1.0 <= float(out.stdout) <= 60, out.stdout
+
+
+def test_the_console_script_dates_its_hunt_from_the_process_start(tiny, tmp_path):
+    """The real `sleuth hunt` process: its run starts when the process did, before its imports (a
+    second or so), not when the hunt object was made after them."""
+    import json
+    import sqlite3
+    import subprocess
+    import time
+
+    from tests.conftest import sleuth_exe
+
+    repo, good = tiny
+    db = tmp_path / "r.db"
+    launched = time.time()
+    proc = subprocess.run(
+        [sleuth_exe(), "hunt", "--repo", str(repo), "--good", good, "--bench", "python3 bench.py",
+         "--lower-is-better", "--db", str(db), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    run = json.loads(proc.stdout)["run_id"]
+    with sqlite3.connect(db) as con:
+        started = json.loads(con.execute("select input from runs where id = ?", (run,)).fetchone()[0])["started_at"]
+        first = con.execute("select min(t) from events where run = ?", (run,)).fetchone()[0]
+    assert launched - 1 <= started <= launched + 5  # the process's start (a fork and exec after `launched`)
+    assert first - started >= 0.3, (first - started)  # its imports came after it
