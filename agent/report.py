@@ -123,7 +123,7 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         if m is probes[0]:
             rows.append(one)
         elif id(m) not in folded:
-            rows.append(_measurement_row(m, tuple(hunt.rejected_culprits)))
+            rows.append(_measurement_row(m, tuple(hunt.rejected_culprits), hunt.head_sha))
     return _folded(rows + _after_rows(hunt), NUMBER_ROWS, _more_states)
 
 
@@ -133,7 +133,8 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     rejected = tuple(hunt.rejected_culprits)
-    return [*_alert_rows(hunt), *(_measurement_row(m, rejected) for m in hunt.latest_states()), *_after_rows(hunt)]
+    rows = (_measurement_row(m, rejected, hunt.head_sha) for m in hunt.latest_states())
+    return [*_alert_rows(hunt), *rows, *_after_rows(hunt)]
 
 
 def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
@@ -141,10 +142,13 @@ def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     return [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
 
 
-def _measurement_row(m, rejected: tuple[str, ...] = ()) -> tuple[str, str, str, str, str]:
+def _measurement_row(m, rejected: tuple[str, ...] = (), head: str | None = None) -> tuple[str, str, str, str, str]:
     """One state's row. A culprit whose confirmation failed is said so: a trial's table showed
-    "culprit" beside the refuted first guess and again beside the real one."""
+    "culprit" beside the refuted first guess and again beside the real one. The working tree's
+    state is a snapshot commit of the uncommitted work, a SHA the user never made: said so."""
     label = f"{m.label}, not confirmed" if m.label == "culprit" and m.ref in rejected else m.label
+    if m.label == "now" and head and m.ref != head:
+        label = "now: HEAD + uncommitted work as snapshot"
     return (label, m.ref[:10], f"{m.median:.4g}", f"[{m.ci_low:.4g}, {m.ci_high:.4g}]", str(len(m.samples)))
 
 

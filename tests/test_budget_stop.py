@@ -260,4 +260,4 @@ def test_the_console_script_dates_its_hunt_from_the_process_start(tiny, tmp_path
         started = json.loads(con.execute("select input from runs where id = ?", (run,)).fetchone()[0])["started_at"]
         first = con.execute("select min(t) from events where run = ?", (run,)).fetchone()[0]
     assert launched - 1 <= started <= launched + 5  # the process's start (a fork and exec after `launched`)
-    assert first - started >= 0.3, (first - started)  # its imports came after it
+    assert first - started >= 0.3, first - started  # its imports came after it

@@ -459,3 +459,18 @@ def test_a_culprit_whose_confirmation_failed_is_said_so_in_the_numbers():
                                           median=1.0, ci_low=1.0, ci_high=1.0, cv=0.0))  # fmt: skip
     hunt.rejected_culprits = ["7" * 40]
     assert [r[:2] for r in number_rows(hunt)] == [("culprit, not confirmed", "7" * 10), ("culprit", "8" * 10)]
+
+
+def test_the_working_trees_snapshot_commit_is_said_to_be_one():
+    """Trial 19's first row read "now (6477d1d3c5)", a SHA the user never made: the snapshot of
+    the uncommitted work the hunt measured."""
+    from agent.report import number_rows
+    from agent.state import Hunt, Measured, Target
+
+    hunt = Hunt(run_id="r1", target=Target(repo="/r", metric="value", command="true"), head_sha="a" * 40)
+    for i, (label, ref) in enumerate((("now", "6" * 40), ("HEAD", "a" * 40))):
+        hunt.measurements.append(Measured(id=f"m{i}", label=label, ref=ref, launch="", samples=[1.0],
+                                          median=1.0, ci_low=1.0, ci_high=1.0, cv=0.0))  # fmt: skip
+    assert [r[0] for r in number_rows(hunt)] == ["now: HEAD + uncommitted work as snapshot", "HEAD"]
+    hunt.measurements[0].ref = "a" * 40  # a clean tree: now is HEAD itself
+    assert [r[0] for r in number_rows(hunt)] == ["now", "HEAD"]
