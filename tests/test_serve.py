@@ -350,13 +350,21 @@ def test_a_restarted_service_continues_what_the_last_one_left(tmp_path):
     q.store.close()
 
 
+def _queue(
+    tmp_path: Path, stand_in: list[str], db: Path | None = None, edit: tuple[str, str] = ("", ""), **kw
+) -> HuntQueue:
+    """A queue over the test target (``edit``: one replacement in its config) whose jobs run
+    ``stand_in`` instead of sleuth."""
+    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace(*edit) + TARGET_EXTRA)
+    return HuntQueue(load_config(tmp_path / "t.toml"), db or tmp_path / "runs.db", command=stand_in, **kw)
+
+
 def test_the_queue_runs_each_job_as_a_process_with_the_targets_options(tmp_path):
     """The job's process is real (a stand-in for sleuth that records its argv); at most
     ``concurrency`` at a time; its exit code lands on the job."""
-    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA)
     recorder = tmp_path / "argv.json"
     stand_in = [sys.executable, "-c", f"import json, sys; open({str(recorder)!r}, 'w').write(json.dumps(sys.argv[1:]))"]
-    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in)
+    q = _queue(tmp_path, stand_in)
     from agent.serve.payloads import Alert
 
     taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
@@ -381,9 +389,6 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
     """A hunt process that hangs (a stuck SSH session, a deadlock) must not hold the one slot (and
     the node's GPUs) for ever: at its target's wall budget plus the grace to clean up it is sent
     SIGTERM (then SIGKILL), the job fails saying so, and the alert queued behind it runs."""
-    (tmp_path / "t.toml").write_text(
-        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("max_wall_s = 600", "max_wall_s = 1") + TARGET_EXTRA
-    )
     marker, done = tmp_path / "first", tmp_path / "second"
     # the first job ignores SIGTERM and hangs; the second records that it ran
     stand_in = [sys.executable, "-c", textwrap.dedent(f"""
@@ -394,7 +399,7 @@ def test_a_job_that_runs_far_past_its_wall_budget_is_stopped_and_frees_its_slot(
             time.sleep(600)
         pathlib.Path({str(done)!r}).touch()
     """)]  # fmt: skip
-    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in, grace_s=1.0)
+    q = _queue(tmp_path, stand_in, edit=("max_wall_s = 600", "max_wall_s = 1"), grace_s=1.0)
     q.start()
     try:
         from agent.serve.payloads import Alert
@@ -426,10 +431,9 @@ def test_a_queued_hunt_cancelled_never_starts_and_the_next_firing_is_hunted_anew
 
 
 def test_a_running_hunt_cancelled_is_stopped_and_not_continued(tmp_path):
-    (tmp_path / "t.toml").write_text(CONFIG.format(token=TOKEN, repo=tmp_path / "repo") + TARGET_EXTRA)
     started = tmp_path / "started"
     stand_in = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(600)"]
-    q = HuntQueue(load_config(tmp_path / "t.toml"), tmp_path / "runs.db", command=stand_in)
+    q = _queue(tmp_path, stand_in)
     from agent.serve.payloads import Alert
 
     taken = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
@@ -458,9 +462,6 @@ def test_a_service_stopped_cleanly_says_at_once_how_each_job_ended_and_queues_wh
     """A trial's job rows said `running` after a clean SIGTERM to the service, until the next
     start. Now a hunt whose run had reached approval is `done`, one mid-way `interrupted` with its
     resumption queued for the next start (which runs it as before)."""
-    (tmp_path / "t.toml").write_text(
-        CONFIG.format(token=TOKEN, repo=tmp_path / "repo").replace("concurrency = 1", "concurrency = 2") + TARGET_EXTRA
-    )
     db, started = tmp_path / "runs.db", tmp_path / "started"
     started.mkdir()
     # each stand-in hunt records that it runs, then waits for the service's SIGTERM
@@ -470,7 +471,7 @@ def test_a_service_stopped_cleanly_says_at_once_how_each_job_ended_and_queues_wh
         pathlib.Path({str(started)!r}, run_id).touch()
         time.sleep(600)
     """)]  # fmt: skip
-    q = HuntQueue(load_config(tmp_path / "t.toml"), db, command=stand_in)
+    q = _queue(tmp_path, stand_in, db, edit=("concurrency = 1", "concurrency = 2"))
     from agent.serve.payloads import Alert
 
     ended = q.take(Alert(labels={"alertname": "ThroughputRegression", "service": "minisglang"}), "plain")
