@@ -84,6 +84,14 @@ def test_a_sample_budget_too_small_for_the_ends_names_nothing():
     assert sum(n for _, n in calls) == 10  # good's ten; bad's ten would pass it
 
 
+def test_a_sample_budget_holds_with_several_probes_in_flight():
+    """k probes measured at once each ask for samples: what the others have asked for counts."""
+    for cap in (40, 55, 70):
+        shas, parents, probe, calls = _staircase()
+        res = bisect(parents, shas[0], shas[-1], probe, BisectConfig(k=4, max_total_samples=cap))
+        assert res.samples == sum(n for _, n in calls) <= cap and res.stopped, (cap, res.samples)
+
+
 def test_one_culprit_at_most_names_the_first_step_and_takes_fewer_samples():
     shas, parents, probe, _ = _staircase()
     one = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_culprits=1))

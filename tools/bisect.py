@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -186,21 +187,40 @@ class _Samples:
         self.fresh_total = 0
         self.ref_n = 0  # samples per reference (good, bad), set by bisect()
         self.budget: int | None = None  # BisectConfig.max_total_samples
+        self.asked = 0  # samples requested and not yet returned (k probes in flight at once)
 
-    def _afford(self, n: int) -> None:
-        if self.budget is not None and self.total + n > self.budget:
-            raise SampleBudgetSpent(f"sample budget of {self.budget} spent ({self.total} taken)")
+    @contextmanager
+    def _taking(self, sha: str, n: int, in_place: bool) -> Iterator[list[float]]:
+        """Take ``n`` new samples of ``sha`` (the list it yields, filled once the probe returns),
+        holding them against the budget while they are taken: SampleBudgetSpent where they would
+        pass it, counting what other probes in flight have asked for. The samples join the
+        commit's, and the count, in one step with their release from ``asked``."""
+        with self.lock:
+            if self.budget is not None and self.total + self.asked + n > self.budget:
+                raise SampleBudgetSpent(f"sample budget of {self.budget} spent ({self.total} taken)")
+            self.asked += n
+        new: list[float] = []
+        try:
+            new += [float(x) for x in self.probe(sha, n)]
+            yield new
+        finally:
+            with self.lock:
+                self.asked -= n
+                if new:  # ``in_place``: the commit's list grows (else a new one: lists handed out stay as they were)
+                    if in_place:
+                        self.data.setdefault(sha, []).extend(new)
+                    else:
+                        self.data[sha] = self.data.get(sha, []) + new
+                    self.times.setdefault(sha, []).extend(range(self.total, self.total + len(new)))
+                    self.total += len(new)
 
     def fresh(self, sha: str, n: int) -> list[float]:
         """n new samples (never cached ones), which then join the commit's samples."""
         if n <= 0:
             return []
-        self._afford(n)
-        new = [float(x) for x in self.probe(sha, n)]
+        with self._taking(sha, n, in_place=True) as new:
+            pass
         with self.lock:
-            self.data.setdefault(sha, []).extend(new)
-            self.times.setdefault(sha, []).extend(range(self.total, self.total + len(new)))
-            self.total += len(new)
             self.fresh_total += len(new)
         return new
 
@@ -243,13 +263,10 @@ class _Samples:
     def ensure(self, sha: str, n: int) -> list[float]:
         have = self.data.get(sha, [])
         if len(have) < n:
-            self._afford(n - len(have))
-            new = self.probe(sha, n - len(have))
+            with self._taking(sha, n - len(have), in_place=False):
+                pass
             with self.lock:
-                have = self.data.setdefault(sha, []) + [float(x) for x in new]
-                self.data[sha] = have
-                self.times.setdefault(sha, []).extend(range(self.total, self.total + len(new)))
-                self.total += len(new)
+                have = self.data[sha]
         return have
 
 
