@@ -229,13 +229,15 @@ def bisect_cmd(
         highlight=False,
     )
     try:
-        res = bisect(parents, good_sha, bad_sha, probe, cfg, on_record=show)
+        res = bisect(parents, good_sha, bad_sha, probe, cfg, on_record=show, stop_on=(Deadline,))
+        if res.stopped and not res.stopped.startswith("sample budget"):  # the wall: what it found stands
+            res.stopped = f"wall-time budget of {max_wall:g} s exhausted after {res.probes} probes"
         # A step is where the metric first moved, not the cause at the bad end: one a later commit
         # reverted may have come back in a re-land (a trial's bisect named the undone first
         # landing, confidence 100 %, without a word; `sleuth hunt` follows the revert). Read here,
         # while the host is open.
         undone = {c.sha: git.reverts_of(c.sha, bad_sha) for c in res.culprits}
-    except Deadline:
+    except Deadline:  # past the bisection (the reverts looked up after it)
         why = f"wall-time budget of {max_wall:g} s exhausted after {len({r.sha for r in seen})} probes"
         if json_out:
             print_json({"status": "inconclusive", "error": why, "records": [r.model_dump() for r in seen]})

@@ -84,6 +84,28 @@ def test_a_sample_budget_too_small_for_the_ends_names_nothing():
     assert sum(n for _, n in calls) == 10  # good's ten; bad's ten would pass it
 
 
+def test_a_budget_the_probe_raises_ends_the_bisection_keeping_the_step_found():
+    """A hunt's budget (or `sleuth bisect --max-wall`) stops the probe itself; given as ``stop_on``
+    it ends the bisection as the sample budget does: a step found before it stands."""
+
+    class WallSpent(Exception):
+        pass
+
+    shas, parents, probe, calls = _staircase()
+    first = bisect(parents, shas[0], shas[-1], probe, BisectConfig(max_culprits=1))
+
+    def walled(sha: str, n: int) -> list[float]:
+        if sum(k for _, k in calls) + n > first.samples + 4:
+            raise WallSpent("wall-time budget of 9 s exhausted")
+        return probe(sha, n)
+
+    shas, parents, probe, calls = _staircase()
+    res = bisect(parents, shas[0], shas[-1], walled, stop_on=(WallSpent,))
+    assert [c.sha for c in res.culprits] == ["c0020"] and res.stopped == "wall-time budget of 9 s exhausted"
+    with pytest.raises(WallSpent):  # not given: it ends the bisection as any error of the probe does
+        bisect(parents, shas[0], shas[-1], walled)
+
+
 def test_a_sample_budget_holds_with_several_probes_in_flight():
     """k probes measured at once each ask for samples: what the others have asked for counts."""
     for cap in (40, 55, 70):

@@ -131,3 +131,4 @@ def test_a_sample_budget_ends_the_bisection_inconclusive_naming_it(tiny, tmp_pat
     assert got.returncode == 1 and json.loads(got.stdout)["stopped"] == "sample budget of 12 spent (10 taken)"
     done = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w3", "--json", "--max-culprits", "1").stdout)
     assert done["stopped"] is None and len(done["culprits"]) == 1
+
