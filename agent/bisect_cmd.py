@@ -33,7 +33,7 @@ from agent.cli import (
 )
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
-from tools.bisect import BisectConfig, BisectError, ProbeRecord, bisect, log2_bound
+from tools.bisect import BisectConfig, BisectError, BisectResult, ProbeRecord, bisect, log2_bound, where_stopped
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
 from tools.measure import Deadline, Measurer, Workload
@@ -71,6 +71,25 @@ def _pool(pool: Path | None, ray_nodes: list[str] | None, address: str | None, w
         except PoolError as exc:
             bad_input(f"--ray-node: {exc}")
     return None
+
+
+def stopped_said(parents: dict[str, list[str]], bad: str, res: BisectResult) -> str:
+    """The line of a bisection a budget stopped: the budget, what it had found, and the range its
+    last search had narrowed to (a trial's read "no step found" after a probe had decided)."""
+    stop = where_stopped(parents, bad, [], res)
+    if not res.culprits:
+        said = "no step found"
+    elif not res.culprits[0].verified:
+        said = "the table's step was not yet verified against its parent"
+    else:
+        said = "the table names the steps found before it"
+    above = " above the last step" if res.culprits else ""
+    if stop.left:
+        ends = f"{stop.left[-1][:10]}^..{stop.left[0][:10]}" if len(stop.left) > 1 else stop.left[0][:10]
+        said += f"; the search{above} had narrowed {stop.commits} commits to {len(stop.left)} ({ends})"
+    elif res.culprits and stop.live:
+        said += f"; the search for a further step in the {stop.live} commits above it had decided nothing"
+    return f"{res.stopped}: {said}"
 
 
 @app.command("bisect")
@@ -172,6 +191,8 @@ def bisect_cmd(
         flag = "--good" if good in str(exc) else "--bad" if bad in str(exc) else "--repo"
         bad_input(f"{flag}: {exc}")
     parents = git.rev_list(good_sha, bad_sha, first_parent=first_parent)
+    if not parents and good_sha == bad_sha:
+        bad_input(f"--good: {good} and --bad {bad} are the same commit {good_sha[:10]} (nothing to bisect)")
     if not parents:
         bad_input(f"--good: {good} is not an ancestor of {bad} (nothing to bisect)")
     if said := off_the_line(git, good, bad):  # on stderr, with --json too
@@ -225,7 +246,8 @@ def bisect_cmd(
         )
 
     console.print(
-        f"bisecting {len(parents)} commits of {good}..{bad} on {h.name} (bound {log2_bound(len(parents))} probes)",
+        f"bisecting {len(parents)} commits of {good}..{bad} on {h.name} "
+        f"(one step: about {log2_bound(len(parents))} probes; each further step, a search of its own)",
         highlight=False,
     )
     try:
@@ -262,7 +284,8 @@ def bisect_cmd(
     if json_out:
         pool_out = {"pool": used, "pool_lost": lost} if used is not None else {}
         later = {"reverted_later": {s: [r.sha for r in rs] for s, rs in undone.items() if rs}}
-        print_json(res.model_dump(mode="json") | pool_out | later)
+        stopped = {"narrowed": where_stopped(parents, bad_sha, [], res).left} if res.stopped else {}
+        print_json(res.model_dump(mode="json") | pool_out | later | stopped)
         if res.stopped:
             raise typer.Exit(1)
         return
@@ -293,13 +316,11 @@ def bisect_cmd(
             )
             out.print(said, highlight=False, markup=False, soft_wrap=True)
     out.print(
-        f"probes {res.probes} (bound {log2_bound(res.candidates)}), samples {res.samples}, "
-        f"skipped {len(res.skipped)}, confidence {res.confidence:.0%}",
+        f"probes {res.probes} (one step: about {log2_bound(res.candidates)}), samples {res.samples}, "
+        f"skipped {len(res.skipped)}"
+        + (f", {res.confidence:.0%} of probes decided before their sample cap" if res.records else ""),
         highlight=False,
     )
     if res.stopped:
-        found = "no step found"
-        if res.culprits:
-            found = "what the table names was found before it; a further step may be missing"
-        out.print(f"inconclusive: {res.stopped}: {found}", highlight=False, markup=False, soft_wrap=True)
+        out.print(f"inconclusive: {stopped_said(parents, bad_sha, res)}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)

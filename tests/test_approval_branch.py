@@ -101,3 +101,15 @@ def test_a_culprit_whose_revert_conflicts_only_in_files_no_run_executes_is_rever
     assert git("show", f"{branch}:lib.py") == "COST = 1.0"
     assert git("show", f"{branch}:CHANGELOG") == "- cost doubled (our fork's note)"
     assert git("rev-parse", f"{branch}^") == git("rev-parse", "HEAD") and not git("status", "--porcelain")
+
+
+def test_a_partial_revert_that_keeps_code_asks_for_the_projects_tests():
+    """Trial 20: the revert kept tests/test_format.py as at HEAD (no run executes it), which still
+    tested what the revert undid: the approved branch failed 2 of the project's tests, unwarned."""
+    from agent.categories.history import kept_said
+
+    plan = {"kept": ["CHANGELOG", "tests/test_format.py"]}
+    proposal = kept_said(plan, end="")
+    assert proposal.endswith("(run the project's tests: tests/test_format.py may test the reverted change)")
+    assert "run the project's tests" not in kept_said({"kept": ["CHANGELOG"]}, end="")
+    assert kept_said(plan).endswith("kept as at HEAD: ")  # before the A/B's numbers: no advice there

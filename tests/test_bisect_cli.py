@@ -132,3 +132,26 @@ def test_a_sample_budget_ends_the_bisection_inconclusive_naming_it(tiny, tmp_pat
     done = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w3", "--json", "--max-culprits", "1").stdout)
     assert done["stopped"] is None and len(done["culprits"]) == 1
 
+
+def test_a_sample_budget_spent_after_a_probe_decided_says_the_range_left(tmp_path):
+    """Trial 20: "no step found" after a probe had decided, and nothing said where the step was
+    left to be found. The line and the JSON (`narrowed`) give the range."""
+    from tests.conftest import one_slow_commit
+
+    repo, good, slow = one_slow_commit(tmp_path / "r", 8, 6)
+    args = ["bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py", "--lower-is-better"]
+    proc = sleuth_in_process(*args, "--workdir", tmp_path / "w", "--max-samples", "27")
+    line = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 1 and line.startswith("inconclusive: sample budget of 27 spent ("), line
+    assert ": no step found; the search had narrowed 8 commits to 4 (" in line, line
+    got = json.loads(sleuth_in_process(*args, "--workdir", tmp_path / "w2", "--max-samples", "27", "--json").stdout)
+    assert len(got["narrowed"]) == 4 and slow in got["narrowed"]
+
+
+def test_a_good_ref_that_is_the_bad_one_is_said_so(tiny, tmp_path):
+    """`--good HEAD` said "HEAD is not an ancestor of HEAD", where git counts a commit its own."""
+    repo, _good = tiny
+    proc = sleuth_in_process("bisect", "--repo", repo, "--good", "HEAD", "--bench", "python3 bench.py",
+                             "--lower-is-better", "--workdir", tmp_path / "w")  # fmt: skip
+    said = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and said.startswith("error: --good: HEAD and --bad HEAD are the same commit "), said

@@ -548,6 +548,35 @@ def _climb(
         remaining = {s: parents[s] for s in graph.members(keep)}
 
 
+class Stopped(BaseModel):
+    """Where a bisection a budget stopped had got to (``where_stopped``)."""
+
+    found: list[str]  # the steps it had named, oldest first
+    commits: int  # in the range its last search covered: the whole range, or the part above the last step
+    live: int  # of which not pruned (no-ops)
+    left: list[str]  # the commits that search's decisions leave as suspects, newest first; [] when none decided
+
+
+def where_stopped(parents: dict[str, list[str]], head: str, no_ops: list[str], res: BisectResult) -> Stopped:
+    """What a stopped bisection had found and the range its last search had narrowed to. A search
+    above a step judges its probes against that step's level, so only its own decisions narrow
+    the range above the step (the whole range's decisions named eight commits that held neither
+    step, and the step found was left unsaid)."""
+    found = [c.sha for c in res.culprits]
+    if found:
+        graph = CommitGraph(parents, frozenset(no_ops))
+        keep = graph.anc[head] & ~graph.anc[found[-1]]
+        parents = {s: parents[s] for s in graph.members(keep)}
+    records = res.records[res.last_search_from :] if found else res.records
+    live = len(parents) - len(set(no_ops) & set(parents))
+    left: list[str] = []
+    if parents and head in parents:
+        graph = CommitGraph(parents, frozenset(no_ops))
+        cand, _bad = narrow(graph, graph.anc[head], [(r.sha, r.verdict) for r in records if r.sha in graph.index])
+        left = graph.members(cand & graph.live)
+    return Stopped(found=found, commits=len(parents), live=live, left=left if len(left) < live else [])
+
+
 def _reference(samples: _Samples, ref: str, name: str, n: int, fresh: bool = False) -> list[float]:
     """``n`` samples of an end of the range (``fresh``: ``n`` new ones); every probe is judged
     against the ends, so one that cannot be measured, at the start or later, ends the bisection

@@ -29,7 +29,7 @@ from agent.experiments import (
 from agent.multiple import EXPLAINED_PCT, share
 from agent.runtime import BudgetExhausted, Runtime
 from agent.state import Action, Hunt, Hypothesis, Measured
-from tools.bisect import BisectConfig, BisectResult, CommitGraph, ProbeError, ProbeRecord, bisect, narrow
+from tools.bisect import BisectConfig, BisectResult, ProbeError, bisect, where_stopped
 from tools.git import revert_branch
 from tools.measure import StateFailure
 from tools.stats import compare
@@ -163,23 +163,17 @@ def _stopped_at(
     yet confirmed by an A/B) and the range its search above the last one, or its first search,
     had narrowed to. A search above a step judges its probes against that step's level, so the
     whole range's decisions would name the commits above the step and leave the step out."""
-    found = [c.sha for c in res.culprits]
-    if found:
-        graph = CommitGraph(parents, frozenset(no_ops))
-        keep = graph.anc[head] & ~graph.anc[found[-1]]
-        parents = {s: parents[s] for s in graph.members(keep)}
-    records = res.records[res.last_search_from :] if found else res.records
-    left = narrowed(parents, head, no_ops, records) if parents else []
+    stop = where_stopped(parents, head, no_ops, res)
+    found, left, live = stop.found, stop.left, stop.live
     steps = ", ".join(s[:10] for s in found)
     said = f"; the bisection had found a step at {steps} (not yet confirmed by an A/B)" if found else ""
-    live = len(parents) - len(set(no_ops) & set(parents))
-    if not left or len(left) >= live:  # no probe decided: the pruned commits alone are no narrowing
+    if not left:  # no probe decided: the pruned commits alone are no narrowing
         if found and live:
             said += f" and had not yet narrowed the {live} commits above it"
         return res.stopped + said
     ends = f"{left[-1][:10]}^..{left[0][:10]}" if len(left) > 1 else left[0][:10]  # git log takes it
-    where = f" and narrowed the {len(parents)} commits above it" if found else ""
-    where = where or f"; the bisection had narrowed {len(parents)} commits"
+    where = f" and narrowed the {stop.commits} commits above it" if found else ""
+    where = where or f"; the bisection had narrowed {stop.commits} commits"
     return f"{res.stopped}{said}{where} to {len(left)} ({ends})" + _undone_in(hunt, rt, left)
 
 
@@ -216,14 +210,6 @@ def _keep_probes(hunt: Hunt, rt: Runtime, seen: dict[str, list[float]]) -> None:
         if sha not in known:
             same = f" (same tree as {twin[:8]})" if twin != sha else ""
             rt.record_samples(hunt, f"bisect {sha[:8]}{same}", sha, got)
-
-
-def narrowed(parents: dict[str, list[str]], head: str, no_ops: list[str], records: list[ProbeRecord]) -> list[str]:
-    """The commits a bisection's decided probes leave as suspects (newest first), pruned as its
-    search prunes them (``tools.bisect.narrow``)."""
-    graph = CommitGraph(parents, frozenset(no_ops))
-    cand, _bad = narrow(graph, graph.anc[head], [(r.sha, r.verdict) for r in records])
-    return graph.members(cand & graph.live)
 
 
 def _prune(hunt: Hunt, rt: Runtime, good: str, head: str, parents: dict[str, list[str]]) -> list[str]:
@@ -592,7 +578,11 @@ def kept_said(plan: dict, end: str = ": ") -> str:
     if not kept:
         return ""
     files = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
-    return f"the revert conflicts in {files}, which no run executes: kept as at HEAD{end}"
+    said = f"the revert conflicts in {files}, which no run executes: kept as at HEAD"
+    code = [f for f in kept if f.endswith(".py")]
+    if code and not end:  # the proposal: code kept at HEAD may hold tests of what the revert undoes
+        said += f" (run the project's tests: {', '.join(code[:2])} may test the reverted change)"
+    return said + end
 
 
 def _confirm_against_parent(hunt: Hunt, rt: Runtime, plan, n: int, why: str | None = None) -> bool:
