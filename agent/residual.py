@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from agent import multiple
 from agent.categories.history import ref_growth, subject_of
-from agent.experiments import explains, fmt, fresh_ab, freshness, verdict_of
+from agent.experiments import explains, fmt, fresh_ab, freshness, is_better, verdict_of
 from agent.runtime import BudgetExhausted, Runtime
-from agent.state import Hunt
+from agent.state import Hunt, Measured
 from tools.bisect import BisectConfig, BisectError, CommitGraph, ProbeError, bisect
 from tools.measure import Deadline
 from tools.text import first_line
@@ -43,6 +43,18 @@ def go_on(hunt: Hunt, rt: Runtime) -> None:
     except (BudgetExhausted, Deadline, BisectError, ProbeError) as exc:
         rt.say(hunt, "localize", f"the search for the rest stopped: {first_line(exc)}")
         hunt.root_summary += f"; the search for the rest of the drop stopped: {first_line(exc)}"
+
+
+def _like_good(hunt: Hunt, cmp, good: Measured, fixed: Measured) -> str:
+    """How HEAD with the culprit reverted stands against the known-good commit, where nothing of
+    the drop is left: "measures like" it, or, where the A/B tells them apart, better than it, or
+    worse by less than a cause must show (a trial's read "measures like the known-good commit"
+    beside "-12.9%, p=0.0022, different")."""
+    if cmp.verdict != "different":
+        return "measures like the known-good commit"
+    if is_better(hunt, fixed, good):
+        return "measures better than the known-good commit"
+    return "measures within the smallest step that counts of the known-good commit"
 
 
 def _go_on(hunt: Hunt, rt: Runtime) -> None:
@@ -69,10 +81,11 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
         return
     if status != "supported":
         hunt.regression["residual"] = {"in_history": False, "text": text, "evidence": [good.id, fixed.id]}
+        like = _like_good(hunt, cmp, good, fixed)
         if hunt.target.good_value:  # the drop started from the alert's good value (``multiple.share``)
             hunt.root_summary += (
-                f"; the rest is not in the history: HEAD with {first[:10]} reverted measures like the known-good "
-                f"commit ({text}): outside the repository (packages, driver, host)"
+                f"; the rest is not in the history: HEAD with {first[:10]} reverted {like} "
+                f"({text}): outside the repository (packages, driver, host)"
             )
         else:
             # The drop was the known-good commit against HEAD, both measured here: with the culprit
@@ -82,7 +95,7 @@ def _go_on(hunt: Hunt, rt: Runtime) -> None:
             # the clause that said the rest is not explained (``policy._explained``) goes.
             hunt.root_summary = hunt.root_summary.replace(f": {NOT_EXPLAINED}", "")
             hunt.root_summary += (
-                f"; but HEAD with {first[:10]} reverted measures like the known-good commit ({text}): nothing of "
+                f"; but HEAD with {first[:10]} reverted {like} ({text}): nothing of "
                 "the drop between the two commits is left (the share came from A/Bs taken at different times)"
             )
         rt.say(hunt, "localize", f"the rest is not in the history ({text})")

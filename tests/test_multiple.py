@@ -471,3 +471,23 @@ def test_a_share_under_80_percent_within_the_drops_own_intervals_shows_no_rest()
     tight = _with_drop_and_step((246.7, 244.0, 249.0), (299.4, 296.0, 303.0))  # the same medians, measured closely
     cause["confirmation"] = tight.confirmation
     assert 59 < multiple.most_explained(tight, cause) < 70  # a rest is shown: the drop is surely larger than the step
+
+
+def test_head_with_the_revert_better_than_the_known_good_commit_is_not_said_to_measure_like_it():
+    """Trial 20's summary: HEAD with the culprit reverted "measures like the known-good commit"
+    beside its own A/B, "-12.9%, p=0.0022, different" (a time: faster than the known-good one)."""
+    from agent.residual import _like_good
+    from agent.state import Measured, Target
+    from tools.stats import compare
+
+    def m(mid: str, xs: list[float]) -> Measured:
+        return Measured(id=mid, label=mid, ref=mid, launch="", samples=xs, median=sorted(xs)[len(xs) // 2],
+                        ci_low=min(xs), ci_high=max(xs), cv=0.0)  # fmt: skip
+
+    hunt = Hunt(run_id="r", target=Target(repo="/r", higher_is_better=False))
+    good, faster = m("good", [245, 246, 247, 248, 249, 250]), m("fix", [213, 214, 215, 216, 217, 218])
+    assert _like_good(hunt, compare(good.samples, faster.samples), good, faster) == (
+        "measures better than the known-good commit"
+    )
+    same = m("same", [244, 246, 247, 249, 250, 251])
+    assert _like_good(hunt, compare(good.samples, same.samples), good, same) == "measures like the known-good commit"
