@@ -79,9 +79,12 @@ def steps(hunt: Hunt) -> dict | None:
         return None
     good, head = probed[0][2], probed[-1][2]
     drop = head - good
-    if drop == 0:
-        return None
     ends = drawn[probed[0][1]], drawn[probed[-1][1]]
+    if drop == 0 or (drop > 0) == hunt.target.higher_is_better:
+        # The ends as the bisection probed them show no drop, or a gain (a machine whose speed
+        # changed during the hunt): a step's share of that is no share (a trial's "+82.4 % (-522 %
+        # of the drop)").
+        return None
     intermediate = [  # a level between the ends, beyond a quarter of the drop from both, and told
         sha  # apart from both by its samples (a noisy probe's median alone is no level)
         for _, sha, v in probed[1:-1]

@@ -40,12 +40,21 @@ def test_a_step_is_read_off_the_levels_beside_it_not_off_one_noisy_probe():
     16.5): read alone, a +29 % step was "+88.6 % (270 % of the drop)". Probes beyond it that its
     samples cannot tell apart from it are one level with it."""
     h = _hunt({0: 100, 3: 100, 5: 129, 7: 129}, [4])
+    h.target.higher_is_better = False  # a time: 100 -> 129 is the drop
     h.measurements.append(_m(SHAS[4], 0))
     h.measurements[-1].samples = [116.0, 188.0, 190.0]
     for m in h.measurements[2:4]:  # the level after the step (commits 5 and 7), with its own noise
         m.samples = [127.0, 128.0, 129.0, 130.0, 131.0]
     (step,) = steps(h)["steps"]
     assert 25 < step["delta_pct"] < 35 and 85 < step["share_pct"] < 120, step
+
+
+def test_ends_probed_the_wrong_way_round_give_no_shape():
+    """Trial 20: the machine sped up during a noisy hunt, HEAD as probed measured better than the
+    known-good commit, and the report said "+82.4 % (-522 % of the drop)". No drop between the
+    ends as probed: no share of it."""
+    h = _hunt({0: 100, 3: 99, 4: 104, 7: 101}, [4])  # higher is better: HEAD probed above good
+    assert steps(h) is None and "Shape of the drop" not in sentence(h)
 
 
 def test_a_single_culprit_with_intermediate_levels_says_the_drop_was_not_one_step():
