@@ -292,20 +292,30 @@ def bisect_cmd(
     for name, why in lost.items():
         said = f"pool host {name} stopped answering mid-way ({why}); the others went on"
         out.print(said, highlight=False, markup=False)
-    t = Table(title=f"culprit(s) in {good}..{bad}")
-    for col in ("commit", "subject", "change", "p", "verified", "suspects"):
-        t.add_column(col)
-    for c in res.culprits:
-        subject = git.log(c.sha, max_count=1)[0].subject if h is not None else ""
-        t.add_row(
+    cols = ("commit", "subject", "change", "p", "verified", "suspects")
+    rows = [
+        (
             c.sha[:12],
-            subject,
+            git.log(c.sha, max_count=1)[0].subject if h is not None else "",
             f"{c.delta_pct:+.1f}%" if c.delta_pct is not None else "",
             f"{c.p_value:.1e}" if c.p_value is not None else "",
             "yes" if c.verified else "no",
             ", ".join(s[:10] for s in c.suspects) if len(c.suspects) > 1 else "",
         )
-    out.print(t)
+        for c in res.culprits
+    ]
+    if out.is_terminal:
+        t = Table(title=f"culprit(s) in {good}..{bad}")
+        for col in cols:
+            t.add_column(col)
+        for row in rows:
+            t.add_row(*row)
+        out.print(t)
+    else:  # a pipe or a file: one tab-separated line a culprit, as `sleuth runs` (a table wrapped at 80 columns)
+        print(f"culprit(s) in {good}..{bad}")
+        print("\t".join(cols))
+        for row in rows:
+            print("\t".join(" ".join(cell.split()) for cell in row))
     for sha, reverts in undone.items():
         if reverts:
             r = reverts[-1]  # the oldest

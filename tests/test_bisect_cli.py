@@ -155,3 +155,17 @@ def test_a_good_ref_that_is_the_bad_one_is_said_so(tiny, tmp_path):
                              "--lower-is-better", "--workdir", tmp_path / "w")  # fmt: skip
     said = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 2 and said.startswith("error: --good: HEAD and --bad HEAD are the same commit "), said
+
+
+def test_in_a_pipe_the_culprits_are_tab_separated_lines_whole(tiny, tmp_path):
+    """Trial 20: piped to a file, the culprits were a box-drawn table wrapped at 80 columns, the
+    subject over three lines. In a pipe each culprit is one tab-separated line, as `sleuth runs`."""
+    repo, good = tiny
+    git = git_in(repo)
+    proc = sleuth_in_process("bisect", "--repo", repo, "--good", good, "--bench", "python3 bench.py",
+                             "--lower-is-better", "--workdir", tmp_path / "w")  # fmt: skip
+    lines = proc.stdout.splitlines()
+    header = lines.index("commit\tsubject\tchange\tp\tverified\tsuspects")
+    culprit = git("rev-list", "--reverse", f"{good}..HEAD").split()[1]
+    assert lines[header + 1].split("\t")[:2] == [culprit[:12], "change 2"], lines
+    assert not any(c in proc.stdout for c in "┃│━─"), proc.stdout
