@@ -33,6 +33,8 @@ from agent.cli import (
 )
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
 from tools.bench import BenchConfig
+from agent import process_start
+from agent.runtime import finish_reserve_s
 from tools.bisect import BisectConfig, BisectError, BisectResult, ProbeRecord, bisect, log2_bound, where_stopped
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
@@ -230,7 +232,8 @@ def bisect_cmd(
         busy_wait_s=600.0 if busy_wait is None else busy_wait,
     )
     if max_wall is not None:
-        measurer.deadline = time.time() + max_wall
+        # From the process's start, with the finish kept within it, as a hunt's (agent/process_start.py).
+        measurer.deadline = process_start.take() + max_wall - finish_reserve_s(max_wall)
     probe = probes.probe_fn(launch, workload) if probes else measurer.probe_fn(launch, workload)
     cfg = BisectConfig.for_probes(
         bool(bench), k=k, higher_is_better=higher, max_total_samples=max_samples, max_culprits=max_culprits
