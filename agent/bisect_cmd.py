@@ -8,7 +8,6 @@ once) is one line naming it, exit code 2, and no process left running.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from agent import process_start
 from agent.alerts import AlertError, bench_options, host_settings, metric_direction, read_alert, workload_shape
 from agent.cli import (
     BusyWaitOpt,
@@ -32,9 +32,8 @@ from agent.cli import (
     print_json,
 )
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
-from tools.bench import BenchConfig
-from agent import process_start
 from agent.runtime import finish_reserve_s
+from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, BisectResult, ProbeRecord, bisect, log2_bound, where_stopped
 from tools.git import GitError, open_repo
 from tools.host import Host, HostError, LocalHost
