@@ -32,7 +32,6 @@ from agent.cli import (
     print_json,
 )
 from agent.metric_opts import BenchOutputOpt, DirectionOpt, MetricOpt, MetricRegexOpt, resolve_metric
-from agent.runtime import finish_reserve_s
 from tools.bench import BenchConfig
 from tools.bisect import BisectConfig, BisectError, BisectResult, ProbeRecord, bisect, log2_bound, where_stopped
 from tools.git import GitError, open_repo
@@ -232,7 +231,7 @@ def bisect_cmd(
     )
     if max_wall is not None:
         # From the process's start, with the finish kept within it, as a hunt's (agent/process_start.py).
-        measurer.deadline = process_start.take() + max_wall - finish_reserve_s(max_wall)
+        measurer.deadline = process_start.take() + max_wall - process_start.finish_reserve_s(max_wall)
     probe = probes.probe_fn(launch, workload) if probes else measurer.probe_fn(launch, workload)
     cfg = BisectConfig.for_probes(
         bool(bench), k=k, higher_is_better=higher, max_total_samples=max_samples, max_culprits=max_culprits

@@ -15,6 +15,15 @@ from pathlib import Path
 
 _marked: float | None = None
 
+# Of a wall budget, the seconds kept for what follows its stop: stopping what runs, removing
+# worktrees, writing the report and the plot (a trial's --max-wall 20 returned after 22.7 s, its
+# clock started after the process's imports and stopped before its report). At most a tenth.
+FINISH_RESERVE_S = 2.0
+
+
+def finish_reserve_s(max_wall_s: float) -> float:
+    return min(FINISH_RESERVE_S, 0.1 * max_wall_s)
+
 
 def process_started_at() -> float:
     """When this process started (``time.time()``), so a hunt's wall budget counts the seconds

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.llm import LLM, LLMConfig, LLMDeadline
+from agent.process_start import finish_reserve_s
 from agent.state import Hunt, Measured
 from tools.bisect import ProbeError
 from tools.catalog import ToolContext
@@ -52,16 +53,6 @@ from transcripts.store import Store, servers_beside
 
 if TYPE_CHECKING:
     from transcripts.cassette import Cassette
-
-
-# Of a wall budget, the seconds kept for what follows its stop: stopping what runs, removing
-# worktrees, writing the report and the plot (a trial's --max-wall 20 returned after 22.7 s, its
-# clock started after the process's imports and stopped before its report). At most a tenth.
-FINISH_RESERVE_S = 2.0
-
-
-def finish_reserve_s(max_wall_s: float) -> float:
-    return min(FINISH_RESERVE_S, 0.1 * max_wall_s)
 
 
 class BudgetExhausted(RuntimeError):
