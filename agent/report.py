@@ -123,7 +123,7 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         if m is probes[0]:
             rows.append(one)
         elif id(m) not in folded:
-            rows.append(_measurement_row(m, tuple(hunt.rejected_culprits), hunt.head_sha))
+            rows.append(_measurement_row(m, _unconfirmed(hunt), hunt.head_sha))
     return _folded(rows + _after_rows(hunt), NUMBER_ROWS, _more_states)
 
 
@@ -132,8 +132,7 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    rejected = tuple(hunt.rejected_culprits)
-    rows = (_measurement_row(m, rejected, hunt.head_sha) for m in hunt.latest_states())
+    rows = (_measurement_row(m, _unconfirmed(hunt), hunt.head_sha) for m in hunt.latest_states())
     return [*_alert_rows(hunt), *rows, *_after_rows(hunt)]
 
 
@@ -142,10 +141,18 @@ def _alert_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     return [(f"alert: {side}", "", f"{v:g}", "", "") for side, v in (("good", t.good_value), ("bad", t.bad_value)) if v]
 
 
+def _unconfirmed(hunt: Hunt) -> tuple[str, ...]:
+    """Commits measured as "culprit" that the hunt does not name: a refuted first guess, or a
+    further step its confirmation dropped."""
+    named = {*hunt.culprits, hunt.root_ref}
+    return tuple(m.ref for m in hunt.measurements if m.label == "culprit" and m.ref not in named)
+
+
 def _measurement_row(m, rejected: tuple[str, ...] = (), head: str | None = None) -> tuple[str, str, str, str, str]:
-    """One state's row. A culprit whose confirmation failed is said so: a trial's table showed
-    "culprit" beside the refuted first guess and again beside the real one. The working tree's
-    state is a snapshot commit of the uncommitted work, a SHA the user never made: said so."""
+    """One state's row. A culprit whose confirmation failed, or that was dropped, is said so: a
+    trial's table showed "culprit" beside the refuted first guess and again beside the real one.
+    The working tree's state is a snapshot commit of the uncommitted work, a SHA the user never
+    made: said so."""
     label = f"{m.label}, not confirmed" if m.label == "culprit" and m.ref in rejected else m.label
     if m.label == "now" and head and m.ref != head:
         label = "now: HEAD + uncommitted work as snapshot"

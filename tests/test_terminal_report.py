@@ -457,8 +457,11 @@ def test_a_culprit_whose_confirmation_failed_is_said_so_in_the_numbers():
     for i, ref in enumerate(("7" * 40, "8" * 40)):
         hunt.measurements.append(Measured(id=f"m{i}", label="culprit", ref=ref, launch="", samples=[1.0],
                                           median=1.0, ci_low=1.0, ci_high=1.0, cv=0.0))  # fmt: skip
-    hunt.rejected_culprits = ["7" * 40]
+    hunt.rejected_culprits, hunt.culprits = ["7" * 40], ["8" * 40]  # the first guess refuted, the second named
     assert [r[:2] for r in number_rows(hunt)] == [("culprit, not confirmed", "7" * 10), ("culprit", "8" * 10)]
+    # Trial 20: a further step the confirmations dropped (not a rejected first guess) is not named either.
+    hunt.rejected_culprits, hunt.culprits, hunt.root_ref = [], ["7" * 40], "7" * 40
+    assert [r[0] for r in number_rows(hunt)] == ["culprit", "culprit, not confirmed"]
 
 
 def test_the_working_trees_snapshot_commit_is_said_to_be_one():
