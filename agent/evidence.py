@@ -179,6 +179,12 @@ def drifted(hunt: Hunt) -> str | None:
     )
 
 
+def of_the_drop(pct: float, what: str = "of the drop") -> str:
+    """A share of the drop in words: over 100 % the measured share is noise around all of it (a
+    step or a fix measured at another time than the drop), said as such, not "114 % of the drop"."""
+    return f"{pct:.0f}% {what}" if pct <= 100 else f"all {what}, {pct:.0f}% as measured"
+
+
 def sentence(hunt: Hunt) -> str:
     """One line for the report: strength, corrected p, and the shape with its steps."""
     parts = []
@@ -189,7 +195,7 @@ def sentence(hunt: Hunt) -> str:
     shape = steps(hunt)
     if shape is not None:
         listed = ", ".join(
-            f"`{x['ref'][:10]}` {x['delta_pct']:+.1f}% ({x['share_pct']:.0f}% of the drop)" for x in shape["steps"]
+            f"`{x['ref'][:10]}` {x['delta_pct']:+.1f}% ({of_the_drop(x['share_pct'])})" for x in shape["steps"]
         )
         between = shape["intermediate"]
         extra = f"; probed at a level between the two: {', '.join(f'`{x[:10]}`' for x in between)}" if between else ""

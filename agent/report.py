@@ -166,7 +166,7 @@ def _after_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
         return []
     a, rec = hunt.after, hunt.after.get("recovered_pct_of_drop")
     interval = f"[{a['ci_low']:.4g}, {a['ci_high']:.4g}]"
-    recovered = f"{rec:.0f}% of the drop recovered" if rec is not None else ""
+    recovered = evidence.of_the_drop(rec, "of the drop recovered") if rec is not None else ""
     if a.get("before_median") is not None:  # a fresh A/B against HEAD (runs approved before 2026-12-07 lack it)
         side = f"HEAD {a['before_median']:.4g} beside it ({a['delta_pct']:+.1f}%, p={a['p_value']:.2g})"
         recovered = f"{recovered}; {side}" if recovered else side

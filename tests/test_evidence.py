@@ -194,3 +194,15 @@ def test_a_refutation_of_a_real_but_small_difference_says_it_is_under_what_a_cau
     assert under_said(hunt, small, head, now, least=3.0) == "; under the 3% a cause must show"
     assert under_said(hunt, SimpleNamespace(verdict="unknown", delta_pct=2.7), head, now) == ""
     assert under_said(hunt, SimpleNamespace(verdict="different", delta_pct=-2.7), now, head) == ""  # the wrong way
+
+
+def test_a_share_over_all_of_the_drop_is_said_as_all_of_it():
+    """Trials 19 and 20: "+128.1 % (114 % of the drop)" and "115 % of the drop recovered": a step
+    or a fix measured at another time than the drop, over 100 % by noise."""
+    from agent.evidence import of_the_drop
+
+    assert of_the_drop(94.2) == "94% of the drop"
+    assert of_the_drop(114.4) == "all of the drop, 114% as measured"
+    assert of_the_drop(115.0, "of the drop recovered") == "all of the drop recovered, 115% as measured"
+    h = _hunt({0: 100, 3: 100, 4: 77, 7: 80}, [4])  # the step measured past HEAD's level
+    assert "(all of the drop, 115% as measured)" in sentence(h)
