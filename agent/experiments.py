@@ -89,14 +89,22 @@ def drop_ends(hunt: Hunt) -> tuple[float, float] | None:
         # 88 % drop judged each A/B by the 5 % of a drop of unknown size, and an A/B of two states
         # both far below good (60 vs 62) grew to 48 samples a side before it could rule that out.
         return t.good_value, hunt.regression["bad"]
+    ab = history_ab(hunt)
+    if ab is None:
+        return None
+    good, head = ab[0].median, ab[1].median
+    return (good, head) if good else None
+
+
+def history_ab(hunt: Hunt) -> tuple[Measured, Measured] | None:
+    """The supported history A/B's two measurements (good-candidate, HEAD), once measured."""
     h = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "supported"), None)
     if h is None or len(h.evidence) < 2:
         return None
     try:
-        good, head = hunt.get(h.evidence[0]).median, hunt.get(h.evidence[1]).median
+        return hunt.get(h.evidence[0]), hunt.get(h.evidence[1])
     except StopIteration:
         return None
-    return (good, head) if good else None
 
 
 def ab(
@@ -370,9 +378,12 @@ def conflicts_said(plan) -> str:
     first four, then how many more: a 74-file cleanup's revert listed ten)."""
     if plan.error:
         return plan.error
-    files = plan.result["conflicting_files"]
-    more = f" and {len(files) - 4} more" if len(files) > 4 else ""
-    return f"the revert conflicts in {', '.join(files[:4])}{more}"
+    return f"the revert conflicts in {files_said(plan.result['conflicting_files'])}"
+
+
+def files_said(files: list[str]) -> str:
+    """The first four files, then how many more."""
+    return ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
 
 
 def record_confirmation(hunt: Hunt, rt: Runtime, ok: bool, cmp, text: str, evidence: list[str], **extra) -> bool:

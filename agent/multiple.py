@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from agent.experiments import drop_ends, explains, fmt, fresh_ab, freshness, is_better
+from agent.experiments import drop_ends, explains, fmt, fresh_ab, freshness, history_ab, is_better
 from agent.runtime import Runtime
 from agent.state import Action, Hunt, Measured
 from tools.git import revert_branch
@@ -230,10 +230,8 @@ def _drop_sides(hunt: Hunt) -> tuple[tuple[float, Measured | None], tuple[float,
     now = hunt.get(hunt.reproduced) if hunt.reproduced else None
     if hunt.target.good_value:
         return (ends[0], None), (ends[1], now if now is not None and now.median == ends[1] else None)
-    h = next((h for h in hunt.hypotheses if h.category == "history" and h.status == "supported"), None)
-    if h is None or len(h.evidence) < 2:
-        return (ends[0], None), (ends[1], None)
-    return (ends[0], hunt.get(h.evidence[0])), (ends[1], hunt.get(h.evidence[1]))
+    good, head = history_ab(hunt) or (None, None)
+    return (ends[0], good), (ends[1], head)
 
 
 def the_drop(hunt: Hunt) -> tuple[float, float] | None:

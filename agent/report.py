@@ -118,12 +118,13 @@ def screen_number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
     n = sum(len(m.samples) for m in probes)
     one = ("bisection", "", f"{min(medians):.4g} to {max(medians):.4g}", "", f"{n} in {len(probes)} states")
     folded = {id(m) for m in probes}
+    unconfirmed = _unconfirmed(hunt)
     rows = _alert_rows(hunt)
     for m in latest:
         if m is probes[0]:
             rows.append(one)
         elif id(m) not in folded:
-            rows.append(_measurement_row(m, _unconfirmed(hunt), hunt.head_sha))
+            rows.append(_measurement_row(m, unconfirmed, hunt.head_sha))
     return _folded(rows + _after_rows(hunt), NUMBER_ROWS, _more_states)
 
 
@@ -132,7 +133,8 @@ def _more_states(n: int) -> tuple[str, str, str, str, str]:
 
 
 def _number_rows(hunt: Hunt) -> list[tuple[str, str, str, str, str]]:
-    rows = (_measurement_row(m, _unconfirmed(hunt), hunt.head_sha) for m in hunt.latest_states())
+    unconfirmed = _unconfirmed(hunt)
+    rows = [_measurement_row(m, unconfirmed, hunt.head_sha) for m in hunt.latest_states()]
     return [*_alert_rows(hunt), *rows, *_after_rows(hunt)]
 
 

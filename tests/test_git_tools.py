@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.fingerprint import fingerprint
-from tests.conftest import git_in
+from tests.conftest import bench_repo
 from tools.git import WORKTREE_PREFIX, CliGit, GitError, LocalGit
 
 
@@ -189,14 +189,7 @@ def test_a_conflicting_revert_is_reported_not_forced(tmp_path):
 def _fork_with_a_culprit_and_a_later_changelog(tmp_path) -> tuple[Path, str, Callable[..., str]]:
     """The culprit changes ``lib.py`` and a CHANGELOG line that a later commit (a fork's note)
     rewrites: its revert conflicts in CHANGELOG only. Returns (repo, culprit, its ``git``)."""
-    repo = tmp_path / "r"
-    repo.mkdir()
-    git = git_in(repo)
-    git("init", "-q")
-    (repo / "lib.py").write_text("COST = 1.0\n")
-    (repo / "CHANGELOG").write_text("- nothing yet\n")
-    git("add", ".")
-    git("commit", "-qm", "init")
+    repo, git, _good = bench_repo(tmp_path / "r", files={"lib.py": "COST = 1.0\n", "CHANGELOG": "- nothing yet\n"})
     (repo / "lib.py").write_text("COST = 2.0\n")
     (repo / "CHANGELOG").write_text("- cost doubled\n")
     git("commit", "-qam", "Double the cost")

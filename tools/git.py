@@ -558,7 +558,6 @@ class CliGit:
             base_sha=base_sha,
             revert_sha=sha,
             conflict=False,
-            conflicting_files=kept,
             stat=self.diff_stat(base_sha, sha),
             kept=kept,
         )

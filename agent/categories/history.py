@@ -17,6 +17,7 @@ from agent.experiments import (
     conflicts_said,
     drop_ends,
     explains,
+    files_said,
     fmt,
     fresh_ab,
     freshness,
@@ -577,8 +578,7 @@ def kept_said(plan: dict, end: str = ": ") -> str:
     kept = plan.get("kept") or []
     if not kept:
         return ""
-    files = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
-    said = f"the revert conflicts in {files}, which no run executes: kept as at HEAD"
+    said = f"the revert conflicts in {files_said(kept)}, which no run executes: kept as at HEAD"
     code = [f for f in kept if f.endswith(".py")]
     if code and not end:  # the proposal: code kept at HEAD may hold tests of what the revert undoes
         said += f" (run the project's tests: {', '.join(code[:2])} may test the reverted change)"
